@@ -1,0 +1,128 @@
+/**
+ * Runs the router on Node: builds the dependencies (undici transport, system clock, in-memory fleet),
+ * serves `app.fetch` with @hono/node-server, serves /metrics on the Prometheus listener, and stops
+ * gracefully (stop accepting, let in-flight streams finish within the grace period, then close).
+ */
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import type { Hono } from 'hono';
+import { createRouterApp } from '../../core/app.ts';
+import type { RouterConfig } from '../../core/config/schema.ts';
+import { type Clock, type Random, type Upstream, systemClock, systemRandom } from '../../core/deps.ts';
+import { discoverModels } from '../../core/fleet/discovery.ts';
+import type { Fleet } from '../../core/fleet/fleet.ts';
+import { createFleetFromConfig } from '../../core/fleet/from-config.ts';
+import { metricsResponse } from '../../core/http/routes.ts';
+import { createLogger, type Logger, type LogSink } from '../../core/observability/logger.ts';
+import { MetricsRegistry } from '../../core/observability/metrics.ts';
+import { batchedStdoutSink } from './log-sink.ts';
+import { createUndiciUpstream } from './upstream.ts';
+
+export interface NodeRouterOptions {
+  upstream?: Upstream;
+  clock?: Clock;
+  random?: Random;
+  logSink?: LogSink;
+  /** Serve /metrics on --prometheus-host:--prometheus-port too (default true). */
+  metricsListener?: boolean;
+  /** Read each worker's /v1/models before serving (default true). */
+  discoverModels?: boolean;
+}
+
+export interface NodeRouter {
+  url: string;
+  port: number;
+  metricsUrl?: string;
+  app: Hono;
+  fleet: Fleet;
+  logger: Logger;
+  metrics: MetricsRegistry;
+  /** Stops accepting, waits up to `graceMs` for in-flight requests, then closes everything. */
+  close(graceMs?: number): Promise<void>;
+}
+
+type NodeServer = ReturnType<typeof serve> & {
+  closeAllConnections?: () => void;
+  closeIdleConnections?: () => void;
+};
+
+function listen(server: NodeServer): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    if (server.listening) {
+      resolve(server.address() as AddressInfo);
+      return;
+    }
+    server.once('listening', () => resolve(server.address() as AddressInfo));
+    server.once('error', reject);
+  });
+}
+
+function closeServer(server: NodeServer, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections?.(), graceMs);
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections?.();
+  });
+}
+
+function urlOf(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+export async function startNodeRouter(config: RouterConfig, options: NodeRouterOptions = {}): Promise<NodeRouter> {
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? systemRandom;
+  const ownedUpstream = options.upstream ? undefined : createUndiciUpstream();
+  const upstream = options.upstream ?? (ownedUpstream as Upstream);
+  const logger = createLogger({ ...config.log, sink: options.logSink ?? batchedStdoutSink() });
+  const metrics = new MetricsRegistry();
+  const fleet = createFleetFromConfig(config, { clock, random });
+
+  if (options.discoverModels ?? true) {
+    await discoverModels(fleet, upstream, {
+      clock,
+      timeoutMs: config.health.timeoutSecs * 1000,
+      ...(config.workers.apiKey === undefined ? {} : { apiKey: config.workers.apiKey }),
+    });
+  }
+
+  const app = createRouterApp(config, { clock, random, upstream, fleet, logger, metrics });
+  const server = serve({ fetch: app.fetch, hostname: config.server.host, port: config.server.port }) as NodeServer;
+  const address = await listen(server);
+
+  let metricsServer: NodeServer | undefined;
+  let metricsUrl: string | undefined;
+  if (options.metricsListener ?? true) {
+    metricsServer = serve({
+      fetch: () => metricsResponse(metrics),
+      hostname: config.metrics.host,
+      port: config.metrics.port,
+    }) as NodeServer;
+    const metricsAddress = await listen(metricsServer);
+    metricsUrl = `${urlOf(config.metrics.host, metricsAddress.port)}/metrics`;
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: urlOf(config.server.host, address.port),
+    port: address.port,
+    ...(metricsUrl === undefined ? {} : { metricsUrl }),
+    app,
+    fleet,
+    logger,
+    metrics,
+    close(graceMs = config.server.shutdownGraceSecs * 1000) {
+      closing ??= (async () => {
+        await Promise.all([
+          closeServer(server, graceMs),
+          metricsServer ? closeServer(metricsServer, 0) : Promise.resolve(),
+        ]);
+        await ownedUpstream?.close();
+      })();
+      return closing;
+    },
+  };
+}

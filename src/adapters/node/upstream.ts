@@ -1,0 +1,108 @@
+/**
+ * The Node upstream transport: undici `request` on a keep-alive Agent, behind the core's
+ * fetch-shaped `Upstream`. Small non-streaming bodies with a content-length are read whole (cheaper
+ * than a stream); everything else is a push-based ReadableStream whose cancel destroys the socket
+ * stream, so a client that leaves cancels the engine's work.
+ */
+import { Agent, type Dispatcher } from 'undici';
+import type { Upstream, UpstreamRequest, UpstreamResponse } from '../../core/deps.ts';
+
+export interface UndiciUpstreamOptions {
+  /** Max connections per engine origin (default unlimited). */
+  connections?: number;
+  keepAliveTimeoutMs?: number;
+  /** Bodies up to this size with a content-length (and not SSE) are buffered. */
+  bufferLimitBytes?: number;
+}
+
+export interface UndiciUpstream extends Upstream {
+  close(): Promise<void>;
+}
+
+function splitUrl(url: string): { origin: string; path: string } {
+  const slash = url.indexOf('/', url.indexOf('//') + 2);
+  return slash < 0 ? { origin: url, path: '/' } : { origin: url.slice(0, slash), path: url.slice(slash) };
+}
+
+type UndiciBody = Dispatcher.ResponseData['body'];
+
+function pushStream(body: UndiciBody): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        body.on('data', (chunk: Buffer) => {
+          controller.enqueue(chunk);
+          if ((controller.desiredSize ?? 1) <= 0) body.pause();
+        });
+        body.on('end', () => controller.close());
+        body.on('error', (err) => controller.error(err));
+      },
+      pull() {
+        if (body.isPaused()) body.resume();
+      },
+      cancel() {
+        body.destroy();
+      },
+    },
+    { highWaterMark: 16 },
+  );
+}
+
+function readWhole(body: UndiciBody, length: number): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const out = Buffer.allocUnsafe(length);
+    let offset = 0;
+    body.on('data', (chunk: Buffer) => {
+      if (offset + chunk.length > length) {
+        body.destroy(new Error('upstream body longer than its content-length'));
+        return;
+      }
+      chunk.copy(out, offset);
+      offset += chunk.length;
+    });
+    body.on('end', () => {
+      if (offset === length) resolve(out);
+      else reject(new Error(`upstream body ended after ${offset} of ${length} bytes`));
+    });
+    body.on('error', reject);
+  });
+}
+
+export function createUndiciUpstream(options: UndiciUpstreamOptions = {}): UndiciUpstream {
+  const agent = new Agent({
+    keepAliveTimeout: options.keepAliveTimeoutMs ?? 30_000,
+    pipelining: 1,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    ...(options.connections === undefined ? {} : { connections: options.connections }),
+  });
+  const bufferLimit = options.bufferLimitBytes ?? 1 << 20;
+
+  const upstream = async (req: UpstreamRequest): Promise<UpstreamResponse> => {
+    const { origin, path } = splitUrl(req.url);
+    const res = await agent.request({
+      origin,
+      path,
+      method: req.method as Dispatcher.HttpMethod,
+      headers: req.headers,
+      body: req.body === null ? null : req.body instanceof Uint8Array ? req.body : (req.body as never),
+      signal: req.signal,
+    });
+    const headers = res.headers as Record<string, string | string[]>;
+    const length = headers['content-length'];
+    const type = headers['content-type'];
+    const streaming = typeof type === 'string' && type.includes('text/event-stream');
+    if (typeof length === 'string' && !streaming) {
+      const n = Number(length);
+      if (n === 0) {
+        res.body.resume();
+        return { status: res.statusCode, headers, body: new Uint8Array(0) };
+      }
+      if (n > 0 && n <= bufferLimit) {
+        return { status: res.statusCode, headers, body: await readWhole(res.body, n) };
+      }
+    }
+    return { status: res.statusCode, headers, body: pushStream(res.body) };
+  };
+  return Object.assign(upstream, { close: () => agent.close() });
+}

@@ -1,0 +1,251 @@
+/**
+ * The command-line flag table, as data: which flag sets which config path, how its value is read,
+ * where `--help` lists it, and which environment variables stand for it. No default lives here:
+ * `--help` reads the defaults from the schema.
+ */
+import type { RouterConfig } from './schema.ts';
+import { KV_CONNECTORS, LOG_LEVELS, POLICY_NAMES } from './schema.ts';
+
+/**
+ * How a flag's value is read. `list`: space-separated tokens up to the next flag, commas also split,
+ * repeatable (appends). `csv-list`: one comma-separated token, repeatable. `custom`: see `custom`.
+ */
+export type FlagKind = 'string' | 'int' | 'number' | 'bool' | 'list' | 'csv-list' | 'custom';
+
+/** Help sections, in the order (and mostly the names) of vllm-router's CLI reference. */
+export const FLAG_GROUPS = [
+  'General and server',
+  'Workers',
+  'Routing policies',
+  'Prefill/decode disaggregation',
+  'Kubernetes service discovery',
+  'Retries',
+  'Circuit breakers',
+  'Health checks',
+  'Logging and metrics',
+  'Authentication',
+  'Compatibility',
+] as const;
+export type FlagGroup = (typeof FLAG_GROUPS)[number];
+
+/** Dot paths to the leaves of RouterConfig (arrays are leaves), checked at compile time. */
+type Leaves<T, P extends string = ''> = {
+  [K in keyof T & string]-?: NonNullable<T[K]> extends readonly unknown[]
+    ? `${P}${K}`
+    : NonNullable<T[K]> extends object
+      ? Leaves<NonNullable<T[K]>, `${P}${K}.`>
+      : `${P}${K}`;
+}[keyof T & string];
+export type ConfigPath = Leaves<RouterConfig>;
+
+export interface FlagSpec {
+  readonly flag: string;
+  readonly aliases?: readonly string[];
+  /** Where the value goes. Absent for meta, refused and ignored flags. */
+  readonly path?: ConfigPath;
+  readonly kind: FlagKind;
+  readonly group: FlagGroup;
+  readonly help: string;
+  /** Placeholder for the value in --help. */
+  readonly metavar?: string;
+  /** Environment variables that stand for this flag; the canonical VLLM_ROUTER_<FLAG> comes last. */
+  readonly env?: readonly string[];
+  /** List items are integers. */
+  readonly items?: 'int';
+  /** A bool flag that stores the opposite value (`--enable-retries` sets retry.disabled = false). */
+  readonly negate?: true;
+  /** Readers for flags whose syntax no kind expresses. */
+  readonly custom?: 'prefill' | 'service-discovery' | 'routing-logic';
+  /** Flags that steer the CLI itself rather than the config. */
+  readonly meta?: 'config' | 'check-config' | 'help' | 'version';
+  /** The flag is rejected with this hint; `{N+1}` is replaced by the flag's value plus one. */
+  readonly refused?: string;
+  /** The flag is accepted so other routers' command lines run, and ignored for this reason. */
+  readonly ignored?: string;
+  /** The flag works but prints this hint. */
+  readonly deprecated?: string;
+}
+
+/** `--worker-urls` → `VLLM_ROUTER_WORKER_URLS`. */
+export function envName(flag: string): string {
+  return `VLLM_ROUTER_${flag.replace(/^-+/, '').toUpperCase().replaceAll('-', '_')}`;
+}
+
+type Entry = Omit<FlagSpec, 'group' | 'env'> & { readonly extraEnv?: readonly string[] };
+type Extra = Partial<Omit<Entry, 'flag' | 'aliases' | 'kind' | 'path' | 'help'>>;
+
+/** One table row. `names` is the flag followed by its aliases: `'--retry-max-retries|--max-retries'`. */
+function f(
+  names: string,
+  kind: FlagKind,
+  path: ConfigPath | undefined,
+  help: string,
+  extra: Extra = {},
+): Entry {
+  const [flag = names, ...aliases] = names.split('|');
+  return { flag, ...(aliases.length ? { aliases } : {}), kind, ...(path ? { path } : {}), help, ...extra };
+}
+
+function group(name: FlagGroup, entries: readonly Entry[]): FlagSpec[] {
+  return entries.map(({ extraEnv, ...entry }) => {
+    const setsConfig = entry.path !== undefined || entry.custom !== undefined || entry.meta === 'config';
+    const hasEnv = setsConfig && entry.refused === undefined && entry.ignored === undefined;
+    const env = hasEnv ? [...(extraEnv ?? []), envName(entry.flag)] : undefined;
+    return { ...entry, group: name, ...(env ? { env } : {}) };
+  });
+}
+
+const LOGIC = 'roundrobin, session, prefixaware, kvaware, disaggregated_prefill';
+const SLL = 'sticky_least_loaded:';
+const IGNORED = 'Ignored (production-stack)';
+const STATS = { ignored: 'see /metrics for statistics' } as const;
+
+// biome-ignore format: one flag per line reads as a table
+export const FLAGS: readonly FlagSpec[] = [
+  ...group('General and server', [
+    f('--host', 'string', 'server.host', 'Address the router listens on'),
+    f('--port', 'int', 'server.port', 'Port the router listens on'),
+    f('--max-payload-size', 'int', 'server.maxPayloadSize', 'Largest request body accepted, in bytes (413 above)'),
+    f('--request-timeout-secs', 'number', 'server.requestTimeoutSecs', 'Deadline of a request, retries included'),
+    f('--shutdown-grace-period-secs', 'number', 'server.shutdownGraceSecs', 'On SIGTERM, time in-flight requests get to finish'),
+    f('--cors-allowed-origins', 'list', 'server.corsAllowedOrigins', 'Browser origins allowed by CORS', { metavar: 'ORIGIN...' }),
+    f('--max-concurrent-requests', 'int', 'admission.maxConcurrentRequests', 'Requests served at once (unset or <= 0: no limit)'),
+    f('--queue-size', 'int', 'admission.queueSize', 'Requests that may wait for a free slot (429 when full)'),
+    f('--queue-timeout-secs', 'number', 'admission.queueTimeoutSecs', 'Longest wait in the queue (then 503)'),
+    f('--config', 'string', undefined, 'Read settings from a JSON file shaped like the --check-config output', { meta: 'config', metavar: 'FILE' }),
+    f('--check-config', 'bool', undefined, 'Validate the configuration, print it resolved and exit', { meta: 'check-config' }),
+    f('--help|-h', 'bool', undefined, 'Print this help and exit', { meta: 'help' }),
+    f('--version|-V', 'bool', undefined, 'Print the version and exit', { meta: 'version' }),
+  ]),
+  ...group('Workers', [
+    f('--worker-urls', 'list', 'workers.urls', 'Worker base URLs (space or comma separated, repeatable)', { metavar: 'URL...' }),
+    f('--static-backends', 'csv-list', 'workers.urls', 'production-stack spelling of --worker-urls', { metavar: 'URL,...' }),
+    f('--static-models', 'csv-list', 'workers.models', 'Model of each worker URL, in order, or one model for all', { metavar: 'MODEL,...' }),
+    f('--intra-node-data-parallel-size', 'int', 'workers.dpSize', 'Data-parallel ranks behind each worker URL'),
+    f('--worker-startup-timeout-secs', 'number', 'workers.startupTimeoutSecs', 'How long a new worker may take to become healthy'),
+    f('--worker-startup-check-interval', 'number', 'workers.startupCheckIntervalSecs', 'Seconds between checks of a starting worker'),
+  ]),
+  ...group('Routing policies', [
+    f('--policy', 'string', 'policy.name', `Load-balancing policy: ${POLICY_NAMES.join(', ')}`, { metavar: 'POLICY' }),
+    f('--prefill-policy', 'string', 'policy.prefill', 'Policy of the prefill pool (unset: --policy)', { metavar: 'POLICY' }),
+    f('--decode-policy', 'string', 'policy.decode', 'Policy of the decode pool (unset: --policy)', { metavar: 'POLICY' }),
+    f('--routing-logic', 'custom', undefined, `production-stack routing logic: ${LOGIC}`, { custom: 'routing-logic', metavar: 'LOGIC' }),
+    f('--session-key', 'string', 'policy.sessionKey', 'Header that carries the session id (session routing)', { metavar: 'HEADER' }),
+    f('--cache-threshold|--cache-match-threshold', 'number', 'policy.cacheThreshold', 'cache_aware: prefix match ratio (0..1) that pins a request to a worker'),
+    f('--balance-abs-threshold|--spill-abs-threshold', 'int', 'policy.balanceAbsThreshold', 'cache_aware spill gate: requests above the mean load'),
+    f('--balance-rel-threshold|--spill-rel-threshold', 'number', 'policy.balanceRelThreshold', 'cache_aware spill gate: multiple of the mean load (>= 1)'),
+    f('--eviction-interval|--eviction-interval-secs', 'number', 'policy.evictionIntervalSecs', 'cache_aware: seconds between prefix-tree evictions'),
+    f('--max-tree-size', 'int', 'policy.maxTreeSize', 'cache_aware: characters kept in each prefix tree'),
+    f('--sll-session-expiration-secs', 'int', 'sll.sessionExpirationSecs', `${SLL} idle session lifetime`, { extraEnv: ['VLLM_ROUTER_SLL_SESSION_EXPIRATION_IN_S'] }),
+    f('--sll-max-sessions', 'int', 'sll.maxSessions', `${SLL} sessions tracked (beyond: routed without affinity)`),
+    f('--sll-max-session-id-bytes', 'int', 'sll.maxSessionIdBytes', `${SLL} longer session ids get no affinity`),
+    f('--sll-active-window-secs', 'int', 'sll.activeWindowSecs', `${SLL} activity window (unset: the expiration)`, { extraEnv: ['VLLM_ROUTER_SLL_ACTIVE_WINDOW_IN_S'] }),
+    f('--sll-rebalance-ratio', 'number', 'sll.rebalanceRatio', `${SLL} session imbalance that moves one session (0: off)`),
+  ]),
+  ...group('Prefill/decode disaggregation', [
+    f('--vllm-pd-disaggregation|--pd-disaggregation', 'bool', 'pd.enabled', 'Send each request to a prefill worker, then a decode worker'),
+    f('--prefill', 'custom', 'pd.prefill', 'Prefill worker and optional bootstrap port (repeatable)', { custom: 'prefill', metavar: 'URL [PORT|none]' }),
+    f('--decode', 'list', 'pd.decode', 'Decode worker URL (repeatable)', { metavar: 'URL' }),
+    f('--kv-connector', 'string', 'pd.kvConnector', `KV transfer connector: ${KV_CONNECTORS.join(', ')}`, { metavar: 'NAME' }),
+    f('--vllm-discovery-address', 'string', 'pd.discoveryAddress', 'Where vLLM PD workers register themselves (ZMQ)', { metavar: 'HOST:PORT' }),
+  ]),
+  ...group('Kubernetes service discovery', [
+    f('--service-discovery', 'custom', 'discovery.mode', 'Discover workers: k8s (also the bare flag) or static', { custom: 'service-discovery', metavar: '[static|k8s]' }),
+    f('--selector', 'list', 'discovery.selector', 'Labels of worker pods', { metavar: 'KEY=VALUE...' }),
+    f('--k8s-label-selector', 'csv-list', 'discovery.selector', 'production-stack spelling of --selector', { metavar: 'KEY=VALUE,...' }),
+    f('--service-discovery-port|--k8s-port', 'int', 'discovery.port', 'Port of discovered workers'),
+    f('--service-discovery-namespace|--k8s-namespace', 'string', 'discovery.namespace', 'Namespace to watch (unset: all)', { metavar: 'NAME' }),
+    f('--prefill-selector', 'list', 'discovery.prefillSelector', 'Labels of prefill pods', { metavar: 'KEY=VALUE...' }),
+    f('--decode-selector', 'list', 'discovery.decodeSelector', 'Labels of decode pods', { metavar: 'KEY=VALUE...' }),
+  ]),
+  ...group('Retries', [
+    f('--retry-max-retries|--max-retries', 'int', 'retry.maxRetries', 'Attempts per request, the first included (1: no retry)'),
+    f('--retry-initial-backoff-ms|--initial-backoff-ms', 'number', 'retry.initialBackoffMs', 'Delay before the first retry'),
+    f('--retry-max-backoff-ms|--max-backoff-ms', 'number', 'retry.maxBackoffMs', 'Cap on a retry delay (applied before jitter)'),
+    f('--retry-backoff-multiplier|--backoff-multiplier', 'number', 'retry.backoffMultiplier', 'Delay growth per retry (>= 1)'),
+    f('--retry-jitter-factor|--jitter-factor', 'number', 'retry.jitterFactor', 'Random spread of each delay (0..1)'),
+    f('--disable-retries', 'bool', 'retry.disabled', 'One attempt per request'),
+    f('--enable-retries', 'bool', 'retry.disabled', 'production-stack: turn retries on (already the default)', { negate: true }),
+    f('--retryable-status-codes', 'list', 'retry.retryableStatusCodes', 'Backend statuses that are retried', { items: 'int', metavar: 'CODE...' }),
+    f('--max-buffered-request-bytes', 'int', 'retry.maxBufferedRequestBytes', 'Larger request bodies stream with a single attempt'),
+    f('--retry-budget-ratio', 'number', 'retry.budgetRatio', 'Retries may add this share of first attempts (10 s window)'),
+    f('--retry-budget-min-per-sec', 'number', 'retry.budgetMinPerSec', 'Retries per second the budget always allows'),
+  ]),
+  ...group('Circuit breakers', [
+    f('--cb-failure-threshold', 'int', 'circuitBreaker.failureThreshold', 'Consecutive failures that open a worker\'s breaker'),
+    f('--cb-success-threshold', 'int', 'circuitBreaker.successThreshold', 'Half-open successes that close it'),
+    f('--cb-timeout-duration-secs', 'number', 'circuitBreaker.timeoutDurationSecs', 'Time a breaker stays open before probing'),
+    f('--cb-window-duration-secs', 'number', 'circuitBreaker.windowDurationSecs', 'Failures older than this are forgotten'),
+    f('--disable-circuit-breaker', 'bool', 'circuitBreaker.disabled', 'Never open a breaker'),
+    f('--cb-capacity-status-codes', 'list', 'circuitBreaker.capacityStatusCodes', 'Statuses that mean busy, neither failure nor success', { items: 'int', metavar: 'CODE...' }),
+  ]),
+  ...group('Health checks', [
+    f('--health-failure-threshold', 'int', 'health.failureThreshold', 'Failed probes that take a worker out of rotation'),
+    f('--health-success-threshold', 'int', 'health.successThreshold', 'Passed probes that bring it back'),
+    f('--health-check-timeout-secs', 'number', 'health.timeoutSecs', 'Timeout of one probe'),
+    f('--health-check-interval-secs', 'number', 'health.intervalSecs', 'Seconds between probes'),
+    f('--health-check-endpoint', 'string', 'health.endpoint', 'Path probed on each worker', { metavar: 'PATH' }),
+    f('--disable-health-check', 'bool', 'health.disabled', 'Do not probe workers'),
+    f('--health-check-port', 'int', 'health.port', 'Also serve /health, /liveness and /readiness on this port'),
+  ]),
+  ...group('Logging and metrics', [
+    f('--log-level', 'string', 'log.level', `Log level: ${LOG_LEVELS.join(', ')}`, { metavar: 'LEVEL' }),
+    f('--log-json', 'bool', 'log.json', 'Write logs as JSON lines'),
+    f('--prometheus-host', 'string', 'metrics.host', 'Address of the Prometheus metrics listener'),
+    f('--prometheus-port', 'int', 'metrics.port', 'Port of the Prometheus metrics listener'),
+    f('--request-id-headers', 'list', 'server.requestIdHeaders', 'Headers checked, in order, for a request id', { metavar: 'HEADER...' }),
+  ]),
+  ...group('Authentication', [
+    f('--api-key', 'string', 'workers.apiKey', 'Bearer token the router sends to workers', { metavar: 'KEY' }),
+    f('--api-key-validation-urls', 'list', 'auth.apiKeyValidationUrls', 'Require client bearer tokens that one of these URLs accepts', { metavar: 'URL...', extraEnv: ['API_KEY_VALIDATION_URLS'] }),
+  ]),
+  ...group('Compatibility', [
+    f('--max-instance-failover-reroute-attempts', 'int', undefined, 'production-stack failover, refused', { refused: 'use --enable-retries --max-retries {N+1}' }),
+    f('--log-dir', 'string', undefined, 'Ignored: logs go to stdout', { ignored: 'logs go to stdout', metavar: 'DIR' }),
+    f('--engine-stats-interval', 'number', undefined, IGNORED, { ignored: 'engine statistics are not scraped' }),
+    f('--request-stats-window', 'number', undefined, IGNORED, STATS),
+    f('--log-stats', 'bool', undefined, IGNORED, STATS),
+    f('--log-stats-interval', 'number', undefined, IGNORED, STATS),
+    f('--static-backend-health-checks', 'bool', undefined, 'Ignored: workers are health-checked by default', { ignored: 'workers are health-checked by default (see --disable-health-check)' }),
+    f('--static-model-types', 'csv-list', undefined, IGNORED, { ignored: 'workers are probed at --health-check-endpoint' }),
+  ]),
+];
+
+/** The value placeholder: the table's, else one the flag name implies, else one for the kind. */
+export function metavar(spec: FlagSpec): string {
+  if (spec.metavar !== undefined) return spec.metavar;
+  if (spec.kind === 'bool') return '';
+  const byName: [RegExp, string][] = [
+    [/-secs$|-interval$|-window$/, 'SECS'],
+    [/-ms$/, 'MS'],
+    [/port$/, 'PORT'],
+    [/host$/, 'HOST'],
+    [/-bytes$|payload-size$/, 'BYTES'],
+  ];
+  const named = byName.find(([pattern]) => pattern.test(spec.flag));
+  if (named && spec.kind !== 'list' && spec.kind !== 'csv-list') return named[1];
+  switch (spec.kind) {
+    case 'int':
+      return 'N';
+    case 'number':
+      return 'NUM';
+    case 'string':
+      return 'VALUE';
+    case 'list':
+      return 'VALUE...';
+    case 'csv-list':
+      return 'A,B,...';
+    default:
+      return '';
+  }
+}
+
+/** Every spelling (flag and aliases) → its spec. */
+export const FLAG_BY_NAME: ReadonlyMap<string, FlagSpec> = new Map(
+  FLAGS.flatMap((spec) => [spec.flag, ...(spec.aliases ?? [])].map((name) => [name, spec] as const)),
+);
+
+/** Config path → the canonical flag that sets it (the first in the table). */
+export const FLAG_BY_PATH: ReadonlyMap<string, FlagSpec> = new Map(
+  [...FLAGS].reverse().flatMap((spec) => (spec.path ? [[spec.path, spec] as const] : [])),
+);

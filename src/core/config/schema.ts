@@ -1,0 +1,339 @@
+/**
+ * The router configuration: one zod schema holding every type, default and range. Nothing else in
+ * the code base states a default; `--help` and the README flag reference read them from here.
+ */
+import { z } from 'zod';
+import { ConfigError, type ConfigIssue, closest, formatPath } from './errors.ts';
+
+export { ConfigError } from './errors.ts';
+
+export const POLICY_NAMES = [
+  'random',
+  'round_robin',
+  'power_of_two',
+  'consistent_hash',
+  'rendezvous_hash',
+  'cache_aware',
+  'least_loaded',
+  'sticky_least_loaded',
+] as const;
+export type PolicyName = (typeof POLICY_NAMES)[number];
+/** Spellings other routers use for one of our policies (SMG says `consistent_hashing`). */
+export const POLICY_ALIASES: Readonly<Record<string, PolicyName>> = { consistent_hashing: 'consistent_hash' };
+
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+/** production-stack and the Python launchers spell these the Python way. */
+const LOG_LEVEL_ALIASES: Readonly<Record<string, LogLevel>> = { warning: 'warn', critical: 'error' };
+
+export const KV_CONNECTORS = ['nixl', 'mooncake'] as const;
+export const DISCOVERY_MODES = ['static', 'k8s'] as const;
+
+// ---------------------------------------------------------------------------------------------
+// Building blocks. Each carries one message that states the whole constraint, so a wrong type, a
+// fraction and an out-of-range value all get the same actionable answer.
+
+function int(min: number, max?: number) {
+  const error =
+    max === undefined ? `must be an integer >= ${min}` : `must be an integer between ${min} and ${max}`;
+  const base = z.number({ error }).int({ error }).min(min, { error });
+  return max === undefined ? base : base.max(max, { error });
+}
+
+function num(min: number, max?: number) {
+  const error = max === undefined ? `must be a number >= ${min}` : `must be between ${min} and ${max}`;
+  const base = z.number({ error }).min(min, { error });
+  return max === undefined ? base : base.max(max, { error });
+}
+
+/** A duration or interval in seconds: any number above zero (fractions allowed). */
+function positive() {
+  const error = 'must be a number > 0';
+  return z.number({ error }).gt(0, { error });
+}
+
+const port = () => int(0, 65535);
+const bool = () => z.boolean({ error: 'must be true or false' });
+
+function text(what: string) {
+  const error = `must be a non-empty ${what}`;
+  return z.string({ error }).trim().min(1, { error });
+}
+
+function oneOf<const T extends readonly [string, ...string[]]>(
+  values: T,
+  aliases: Record<string, T[number]> = {},
+) {
+  const names = Object.keys(aliases);
+  const listed = values.join(', ') + (names.length > 0 ? ` (alias: ${names.join(', ')})` : '');
+  const error = `must be one of ${listed}`;
+  return z
+    .enum([...values, ...names] as [string, ...string[]], { error })
+    .transform((v): T[number] => aliases[v] ?? (v as T[number]));
+}
+
+function list<T extends z.ZodType>(item: T, what: string) {
+  return z.array(item, { error: `must be a list of ${what}` });
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    const webScheme = url.protocol === 'http:' || url.protocol === 'https:';
+    return webScheme && url.hostname !== '' && url.search === '' && url.hash === '';
+  } catch {
+    return false;
+  }
+}
+const URL_ERROR = 'must be an http:// or https:// URL (no query or fragment)';
+/** A worker or service base URL; a trailing slash is removed so paths can be appended. */
+const httpUrl = z
+  .string({ error: URL_ERROR })
+  .trim()
+  .refine(isHttpUrl, { error: URL_ERROR })
+  .transform((url) => url.replace(/\/+$/, ''));
+
+const HEADER_ERROR = 'must be an HTTP header name';
+/** A header name, lowercased (Headers lookups are case-insensitive; comparisons here are not). */
+const headerName = z
+  .string({ error: HEADER_ERROR })
+  .trim()
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: HEADER_ERROR })
+  .transform((h) => h.toLowerCase());
+
+const SELECTOR_ERROR = 'must be a key=value label selector';
+const selector = z.string({ error: SELECTOR_ERROR }).regex(/^[^=\s]+=\S*$/, { error: SELECTOR_ERROR });
+
+const HOST_PORT_ERROR = 'must be HOST:PORT with a port between 0 and 65535';
+const hostPort = z
+  .string({ error: HOST_PORT_ERROR })
+  .trim()
+  .refine((v) => /^[^\s/@]+:\d+$/.test(v) && URL.canParse(`http://${v}`), { error: HOST_PORT_ERROR });
+
+const statusCodes = list(int(100, 599), 'HTTP status codes');
+
+const DEFAULT_REQUEST_ID_HEADERS = ['x-request-id', 'x-correlation-id', 'x-trace-id', 'request-id'];
+
+/** A config section: unknown keys are errors (a typo in a config file must not pass silently). */
+function section<T extends z.core.$ZodLooseShape>(shape: T) {
+  // Every field of a section has a default or is optional, so `{}` is a valid input.
+  return z.strictObject(shape).prefault({} as never);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export const routerConfigSchema = z
+  .strictObject({
+    server: section({
+      host: text('host name or IP address').default('127.0.0.1'),
+      port: port().default(30000),
+      maxPayloadSize: int(1).default(536_870_912),
+      requestTimeoutSecs: positive().default(1800),
+      // An empty list means the common headers (as vllm-router does).
+      requestIdHeaders: list(headerName, 'HTTP header names')
+        .transform((h) => (h.length === 0 ? [...DEFAULT_REQUEST_ID_HEADERS] : h))
+        .default(() => [...DEFAULT_REQUEST_ID_HEADERS]),
+      corsAllowedOrigins: list(text('origin'), 'origins').default(() => []),
+      shutdownGraceSecs: num(0).default(30),
+    }),
+    workers: section({
+      urls: list(httpUrl, 'worker URLs').default(() => []),
+      models: list(text('model name'), 'model names').default(() => []),
+      apiKey: text('API key').optional(),
+      dpSize: int(1).default(1),
+      startupTimeoutSecs: positive().default(600),
+      startupCheckIntervalSecs: positive().default(30),
+    }),
+    pd: section({
+      enabled: bool().default(false),
+      prefill: list(
+        z.strictObject({ url: httpUrl, bootstrapPort: port().nullable().default(null) }),
+        'prefill workers ({url, bootstrapPort})',
+      ).default(() => []),
+      decode: list(httpUrl, 'decode worker URLs').default(() => []),
+      kvConnector: oneOf(KV_CONNECTORS).default('nixl'),
+      discoveryAddress: hostPort.optional(),
+    }),
+    policy: section({
+      // round_robin until the cache_aware policy ships; cache_aware then becomes the default
+      // (as in vllm-router and SMG).
+      name: oneOf(POLICY_NAMES, POLICY_ALIASES).default('round_robin'),
+      prefill: oneOf(POLICY_NAMES, POLICY_ALIASES).optional(),
+      decode: oneOf(POLICY_NAMES, POLICY_ALIASES).optional(),
+      cacheThreshold: num(0, 1).default(0.3),
+      balanceAbsThreshold: int(0).default(64),
+      balanceRelThreshold: num(1).default(1.5),
+      evictionIntervalSecs: positive().default(120),
+      maxTreeSize: int(1).default(67_108_864),
+      sessionKey: headerName.optional(),
+    }),
+    sll: section({
+      sessionExpirationSecs: int(1).default(7200),
+      maxSessions: int(1).default(100_000),
+      maxSessionIdBytes: int(1).default(256),
+      // Unset: the session expiration is used.
+      activeWindowSecs: int(1).optional(),
+      rebalanceRatio: z
+        .number({ error: 'must be 0 (off) or a number >= 1' })
+        .refine((r) => r === 0 || r >= 1, { error: 'must be 0 (off) or a number >= 1' })
+        .default(0),
+    }),
+    retry: section({
+      maxRetries: int(1).default(5),
+      initialBackoffMs: num(0).default(50),
+      maxBackoffMs: num(0).default(30_000),
+      backoffMultiplier: num(1).default(1.5),
+      jitterFactor: num(0, 1).default(0.2),
+      disabled: bool().default(false),
+      retryableStatusCodes: statusCodes.default(() => [408, 429, 500, 502, 503, 504]),
+      maxBufferedRequestBytes: int(0).default(1_048_576),
+      budgetRatio: num(0).default(0.2),
+      budgetMinPerSec: num(0).default(10),
+    }),
+    circuitBreaker: section({
+      failureThreshold: int(1).default(10),
+      successThreshold: int(1).default(3),
+      timeoutDurationSecs: positive().default(60),
+      windowDurationSecs: positive().default(120),
+      disabled: bool().default(false),
+      capacityStatusCodes: statusCodes.default(() => [429]),
+    }),
+    health: section({
+      failureThreshold: int(1).default(3),
+      successThreshold: int(1).default(2),
+      timeoutSecs: positive().default(5),
+      intervalSecs: positive().default(60),
+      endpoint: z
+        .string({ error: 'must be a path starting with /' })
+        .regex(/^\/\S*$/, { error: 'must be a path starting with /' })
+        .default('/health'),
+      disabled: bool().default(false),
+      port: int(1, 65535).optional(),
+    }),
+    admission: section({
+      // Unset = unlimited. SMG writes -1 for that: any value <= 0 reads as unset.
+      maxConcurrentRequests: z
+        .number({ error: 'must be an integer (<= 0 means unlimited)' })
+        .int({ error: 'must be an integer (<= 0 means unlimited)' })
+        .transform((n) => (n <= 0 ? undefined : n))
+        .optional(),
+      queueSize: int(0).default(100),
+      queueTimeoutSecs: positive().default(60),
+    }),
+    auth: section({
+      apiKeyValidationUrls: list(httpUrl, 'validation URLs').default(() => []),
+    }),
+    discovery: section({
+      mode: oneOf(DISCOVERY_MODES).optional(),
+      selector: list(selector, 'key=value selectors').default(() => []),
+      port: port().default(80),
+      namespace: text('namespace').optional(),
+      prefillSelector: list(selector, 'key=value selectors').default(() => []),
+      decodeSelector: list(selector, 'key=value selectors').default(() => []),
+    }),
+    metrics: section({
+      host: text('host name or IP address').default('127.0.0.1'),
+      port: port().default(29000),
+    }),
+    log: section({
+      level: oneOf(LOG_LEVELS, LOG_LEVEL_ALIASES).default('info'),
+      json: bool().default(false),
+    }),
+  })
+  .superRefine((c, ctx) => {
+    // Cross-field checks name both fields, so the error can blame whichever one the user set.
+    const conflict = (path: string, message: string, related: string, relatedMessage = message) =>
+      ctx.addIssue({ code: 'custom', path: path.split('.'), message, params: { related, relatedMessage } });
+    const { initialBackoffMs: initial, maxBackoffMs: max } = c.retry;
+    if (initial > max) {
+      const message = `must not exceed the max backoff (${max} ms)`;
+      conflict(
+        'retry.initialBackoffMs',
+        message,
+        'retry.maxBackoffMs',
+        `must be at least the initial backoff (${initial} ms)`,
+      );
+    }
+    const { urls, models } = c.workers;
+    if (urls.length > 0 && models.length > 1 && models.length !== urls.length) {
+      const message = `${models.length} models for ${urls.length} worker URLs: give one model per URL or a single model for all`;
+      conflict('workers.models', message, 'workers.urls');
+    }
+  });
+
+export type RouterConfig = z.output<typeof routerConfigSchema>;
+export type RouterConfigInput = z.input<typeof routerConfigSchema>;
+
+// ---------------------------------------------------------------------------------------------
+
+/** Validates without throwing; load.ts uses the issues to blame the flag, variable or file. */
+export function checkRouterConfig(
+  raw: unknown,
+): { ok: true; config: RouterConfig } | { ok: false; issues: ConfigIssue[] } {
+  const result = routerConfigSchema.safeParse(raw);
+  if (result.success) return { ok: true, config: result.data };
+  const issues: ConfigIssue[] = [];
+  for (const issue of result.error.issues) {
+    const at = issue.path.filter((s): s is string | number => typeof s !== 'symbol');
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        const near = closest(key, knownKeys(at));
+        const message = `unknown field${near === undefined ? '' : ` (did you mean "${near}"?)`}`;
+        issues.push({ path: formatPath([...at, key]), segments: [...at, key], message });
+      }
+      continue;
+    }
+    const message = at.length === 0 && issue.code === 'invalid_type' ? 'must be an object' : issue.message;
+    const p = (issue.code === 'custom' ? (issue.params ?? {}) : {}) as {
+      related?: string;
+      relatedMessage?: string;
+    };
+    const related = p.related ? { related: { path: p.related, message: p.relatedMessage ?? message } } : {};
+    issues.push({ path: formatPath(at), segments: at, message, ...related });
+  }
+  return { ok: false, issues };
+}
+
+/** Validates and fills defaults; throws a ConfigError naming each bad field. */
+export function parseRouterConfig(raw: unknown): RouterConfig {
+  const result = checkRouterConfig(raw);
+  if (result.ok) return result.config;
+  const lines = result.issues.map((i) => `${i.path || 'config'}: ${i.message}`);
+  throw new ConfigError(lines.join('\n'), { path: result.issues[0]?.path ?? '' });
+}
+
+/** The configuration with nothing set: every default, fresh on each call. */
+export function defaultRouterConfig(): RouterConfig {
+  return routerConfigSchema.parse({});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schema introspection (field names for "did you mean", and the test that every flag path exists).
+
+interface WrapperDef {
+  type: string;
+  innerType?: z.core.$ZodType;
+  in?: z.core.$ZodType;
+  shape?: Record<string, z.core.$ZodType>;
+  element?: z.core.$ZodType;
+}
+
+function unwrap(schema: z.core.$ZodType): WrapperDef {
+  let def = schema._zod.def as unknown as WrapperDef;
+  for (;;) {
+    if (def.innerType) def = def.innerType._zod.def as unknown as WrapperDef;
+    else if (def.type === 'pipe' && def.in) def = def.in._zod.def as unknown as WrapperDef;
+    else return def;
+  }
+}
+
+/** The field names of the object at `segments` (array indexes step into the element type). */
+export function knownKeys(segments: readonly (string | number)[]): string[] {
+  let def = unwrap(routerConfigSchema);
+  for (const s of segments) {
+    const next = typeof s === 'number' ? def.element : def.shape?.[s];
+    if (next === undefined) return [];
+    def = unwrap(next);
+  }
+  return def.shape ? Object.keys(def.shape) : [];
+}

@@ -1,0 +1,56 @@
+/** Router-generated errors, always answered in the OpenAI error shape plus `x-router-error-code`. */
+
+export type RouterErrorCode =
+  | 'invalid_json'
+  | 'invalid_request'
+  | 'payload_too_large'
+  | 'model_not_found'
+  | 'no_available_workers'
+  | 'upstream_unreachable'
+  | 'upstream_timeout'
+  | 'not_found'
+  | 'internal_error';
+
+const ERROR_TYPES: Record<RouterErrorCode, { status: number; type: string }> = {
+  invalid_json: { status: 400, type: 'invalid_request_error' },
+  invalid_request: { status: 400, type: 'invalid_request_error' },
+  payload_too_large: { status: 413, type: 'invalid_request_error' },
+  model_not_found: { status: 404, type: 'invalid_request_error' },
+  not_found: { status: 404, type: 'invalid_request_error' },
+  no_available_workers: { status: 503, type: 'service_unavailable_error' },
+  upstream_unreachable: { status: 502, type: 'upstream_error' },
+  upstream_timeout: { status: 504, type: 'upstream_error' },
+  internal_error: { status: 500, type: 'internal_error' },
+};
+
+export class RouterError extends Error {
+  readonly code: RouterErrorCode;
+  readonly status: number;
+  readonly type: string;
+  readonly param: string | null;
+
+  constructor(code: RouterErrorCode, message: string, options?: { param?: string; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    const meta = ERROR_TYPES[code];
+    this.code = code;
+    this.status = meta.status;
+    this.type = meta.type;
+    this.param = options?.param ?? null;
+  }
+}
+
+export interface ErrorEnvelope {
+  error: { message: string; type: string; code: string; param: string | null };
+}
+
+export function errorEnvelope(err: RouterError): ErrorEnvelope {
+  return { error: { message: err.message, type: err.type, code: err.code, param: err.param } };
+}
+
+/** A complete error response; extra headers (request id, worker id) are merged in. */
+export function errorResponse(err: RouterError, headers?: Record<string, string>): Response {
+  return new Response(JSON.stringify(errorEnvelope(err)), {
+    status: err.status,
+    headers: { 'content-type': 'application/json', 'x-router-error-code': err.code, ...headers },
+  });
+}

@@ -1,0 +1,58 @@
+/** Learns the models a worker serves from its OpenAI `/v1/models`. */
+import type { Clock, Upstream } from '../deps.ts';
+import type { FleetApi } from './fleet-api.ts';
+
+const decoder = new TextDecoder();
+
+export interface DiscoveryOptions {
+  clock: Clock;
+  timeoutMs: number;
+  apiKey?: string;
+}
+
+async function readAll(body: Uint8Array | ReadableStream<Uint8Array> | null): Promise<string> {
+  if (body === null) return '';
+  if (body instanceof Uint8Array) return decoder.decode(body);
+  return new Response(body).text();
+}
+
+/** GET {url}/v1/models; returns the model ids, or undefined when the worker does not answer usefully. */
+export async function fetchWorkerModels(
+  upstream: Upstream,
+  url: string,
+  options: DiscoveryOptions,
+): Promise<string[] | undefined> {
+  const controller = new AbortController();
+  const timer = options.clock.setTimeout(() => controller.abort('timeout'), options.timeoutMs);
+  try {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+    const res = await upstream({ url: `${url}/v1/models`, method: 'GET', headers, body: null, signal: controller.signal });
+    const text = await readAll(res.body);
+    if (res.status !== 200) return undefined;
+    const data = (JSON.parse(text) as { data?: unknown }).data;
+    if (!Array.isArray(data)) return undefined;
+    return data.flatMap((m) => (typeof m === 'object' && m !== null && typeof m.id === 'string' ? [m.id] : []));
+  } catch {
+    return undefined;
+  } finally {
+    options.clock.clearTimeout(timer);
+  }
+}
+
+/** Fills in the models of every worker whose models are not known yet (once per base URL). */
+export async function discoverModels(
+  fleet: FleetApi,
+  upstream: Upstream,
+  options: DiscoveryOptions,
+): Promise<void> {
+  const workers = (await fleet.listWorkers()).filter((w) => w.models === null);
+  const byUrl = new Map<string, string[]>();
+  for (const w of workers) byUrl.set(w.url, [...(byUrl.get(w.url) ?? []), w.id]);
+  await Promise.all(
+    [...byUrl].map(async ([url, ids]) => {
+      const models = await fetchWorkerModels(upstream, url, options);
+      if (models && models.length > 0) for (const id of ids) await fleet.setWorkerModels(id, models);
+    }),
+  );
+}

@@ -1,0 +1,50 @@
+/**
+ * Load leases: taken when a request is dispatched to a worker, released exactly once when its
+ * response ends, errors or is cancelled. An optional TTL lets a fleet reclaim the leases of a
+ * caller that vanished (a Workers isolate); in-process callers always settle.
+ */
+import type { WorkerRecord } from './workers.ts';
+
+export interface Lease {
+  readonly worker: WorkerRecord;
+  readonly poolKey: string;
+  readonly expiresAt: number;
+}
+
+export class LeaseTable {
+  private readonly leases = new Map<number, Lease>();
+  private nextId = 1;
+
+  get size(): number {
+    return this.leases.size;
+  }
+
+  take(worker: WorkerRecord, poolKey: string, expiresAt: number): number {
+    const id = this.nextId++;
+    this.leases.set(id, { worker, poolKey, expiresAt });
+    worker.load++;
+    worker.processed++;
+    return id;
+  }
+
+  /** Releases a lease; undefined if it was already released (or never existed). */
+  release(id: number): Lease | undefined {
+    const lease = this.leases.get(id);
+    if (!lease) return undefined;
+    this.leases.delete(id);
+    lease.worker.load--;
+    return lease;
+  }
+
+  /** Releases every lease whose expiry has passed; returns them. */
+  expire(now: number): Lease[] {
+    const expired: Lease[] = [];
+    for (const [id, lease] of this.leases) {
+      if (lease.expiresAt <= now) {
+        this.release(id);
+        expired.push(lease);
+      }
+    }
+    return expired;
+  }
+}

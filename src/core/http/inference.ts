@@ -1,0 +1,78 @@
+/**
+ * Inference routes: read the body once (size limit), parse the routing input, hand the request to
+ * the pipeline. Bad input is answered here and never reaches an engine.
+ */
+import type { Context, Hono } from 'hono';
+import type { RouterConfig } from '../config/schema.ts';
+import { RouterError } from '../errors.ts';
+import { type PipelineContext, proxyRequest, rejectRequest } from '../routing/pipeline.ts';
+import {
+  isJsonContentType,
+  parseJsonBody,
+  type RequestInfo,
+  requestInfoFromJson,
+} from '../routing/request-info.ts';
+import { readBody } from './body.ts';
+import { upstreamRequestHeaders } from './headers.ts';
+import { requestIdOf } from './request-id.ts';
+
+/** POST routes whose body is a JSON request naming a model. */
+export const JSON_INFERENCE_ROUTES = [
+  '/v1/chat/completions',
+  '/v1/completions',
+  '/v1/embeddings',
+  '/v1/responses',
+  '/v1/rerank',
+  '/v1/score',
+  '/rerank',
+  '/score',
+  '/generate',
+  '/pooling',
+  '/classify',
+  '/tokenize',
+  '/detokenize',
+] as const;
+
+/** Path plus query exactly as the client sent it. */
+function targetOf(url: string): string {
+  const slash = url.indexOf('/', url.indexOf('//') + 2);
+  return slash < 0 ? '/' : url.slice(slash);
+}
+
+export function registerInferenceRoutes(app: Hono, config: RouterConfig, ctx: PipelineContext): void {
+  const limit = config.server.maxPayloadSize;
+  const idHeaders = config.server.requestIdHeaders;
+
+  const handle = (route: string, jsonRequired: boolean) => async (c: Context) => {
+    const requestId = requestIdOf(c, idHeaders);
+    const method = c.req.method;
+    let body: Uint8Array | null = null;
+    let info: RequestInfo = { stream: false };
+    try {
+      if (method !== 'GET' && method !== 'HEAD') {
+        body = await readBody(c, limit);
+        const contentType = c.req.header('content-type');
+        if (jsonRequired || (body.byteLength > 0 && isJsonContentType(contentType))) {
+          info = requestInfoFromJson(parseJsonBody(body));
+        }
+      }
+    } catch (err) {
+      if (err instanceof RouterError) return rejectRequest(ctx, { route, method, requestId }, err);
+      throw err;
+    }
+    return proxyRequest(ctx, {
+      route,
+      method,
+      target: targetOf(c.req.url),
+      headers: upstreamRequestHeaders(c.req.raw.headers),
+      body,
+      clientSignal: c.req.raw.signal,
+      requestId,
+      info,
+    });
+  };
+
+  for (const path of JSON_INFERENCE_ROUTES) app.post(path, handle(path, true));
+  // Any other OpenAI path (audio, files, batches, ...) passes through to a selected worker.
+  app.all('/v1/*', handle('/v1/*', false));
+}

@@ -1,0 +1,58 @@
+/** The router's own metric families (vllm-router names), created once per app. */
+import type { FleetApi } from '../fleet/fleet-api.ts';
+import type { MetricsRegistry } from './metrics.ts';
+
+export function createInstruments(metrics: MetricsRegistry) {
+  return {
+    requests: metrics.counter(
+      'vllm_router_requests_total',
+      'Total number of requests by route, method and status',
+      ['route', 'method', 'status'],
+    ),
+    duration: metrics.histogram(
+      'vllm_router_request_duration_seconds',
+      'Request duration in seconds by route',
+      ['route'],
+    ),
+    errors: metrics.counter(
+      'vllm_router_request_errors_total',
+      'Total number of router-generated errors by route and error type',
+      ['route', 'error_type'],
+    ),
+    streamErrors: metrics.counter(
+      'vllm_router_stream_errors_total',
+      'Upstream streams that broke after the response had started, by worker',
+      ['worker'],
+    ),
+  };
+}
+
+export type Instruments = ReturnType<typeof createInstruments>;
+
+/** Per-worker gauges mirrored from the fleet at scrape time. */
+export function registerFleetCollector(metrics: MetricsRegistry, fleet: FleetApi): void {
+  const processed = metrics.counter(
+    'vllm_router_processed_requests_total',
+    'Total requests processed by each worker',
+    ['worker'],
+  );
+  const running = metrics.gauge('vllm_router_running_requests', 'Requests in flight on each worker', ['worker']);
+  const load = metrics.gauge('vllm_router_worker_load', 'Current load on each worker', ['worker']);
+  const health = metrics.gauge('vllm_router_worker_health', 'Worker health status (1=healthy, 0=unhealthy)', [
+    'worker',
+  ]);
+  const active = metrics.gauge('vllm_router_active_workers', 'Number of currently active workers');
+  metrics.addCollector(async () => {
+    const workers = await fleet.listWorkers();
+    for (const m of [processed, running, load, health]) m.clear();
+    let healthy = 0;
+    for (const w of workers) {
+      processed.labels(w.id).value = w.processed;
+      running.labels(w.id).set(w.load);
+      load.labels(w.id).set(w.load);
+      health.labels(w.id).set(w.healthy ? 1 : 0);
+      if (w.healthy && !w.draining) healthy++;
+    }
+    active.set(healthy);
+  });
+}

@@ -1,0 +1,61 @@
+/**
+ * Leveled logger writing one line per event (JSON with --log-json, else `time level msg k=v`).
+ * The sink is injected: adapters batch lines into one write per tick. Never log a token or a prompt.
+ */
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
+
+const LEVELS: Record<LogLevel, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50 };
+
+export type LogFields = Record<string, unknown>;
+
+export interface Logger {
+  enabled(level: LogLevel): boolean;
+  log(level: LogLevel, msg: string, fields?: LogFields): void;
+  debug(msg: string, fields?: LogFields): void;
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
+}
+
+export type LogSink = (line: string, level: LogLevel) => void;
+
+function formatValue(v: unknown): string {
+  if (typeof v === 'string') return /[\s"=]/.test(v) ? JSON.stringify(v) : v;
+  if (v instanceof Error) return JSON.stringify(v.message);
+  return typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v);
+}
+
+export function createLogger(options: {
+  level: LogLevel;
+  json: boolean;
+  sink: LogSink;
+  now?: () => number;
+}): Logger {
+  const threshold = LEVELS[options.level];
+  const now = options.now ?? Date.now;
+  const { sink, json } = options;
+  const enabled = (level: LogLevel) => LEVELS[level] >= threshold;
+  const log = (level: LogLevel, msg: string, fields?: LogFields) => {
+    if (LEVELS[level] < threshold) return;
+    const time = new Date(now()).toISOString();
+    if (json) {
+      sink(JSON.stringify({ time, level, msg, ...fields }), level);
+      return;
+    }
+    let line = `${time} ${level.toUpperCase().padEnd(5)} ${msg}`;
+    if (fields) for (const [k, v] of Object.entries(fields)) if (v !== undefined) line += ` ${k}=${formatValue(v)}`;
+    sink(line, level);
+  };
+  return {
+    enabled,
+    log,
+    debug: (m, f) => log('debug', m, f),
+    info: (m, f) => log('info', m, f),
+    warn: (m, f) => log('warn', m, f),
+    error: (m, f) => log('error', m, f),
+  };
+}
+
+/** A logger that drops everything (tests, benchmarks of the core alone). */
+export const silentLogger: Logger = createLogger({ level: 'error', json: false, sink: () => {} });

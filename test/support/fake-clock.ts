@@ -1,0 +1,65 @@
+/** A manual clock for tests: timers fire only when the test advances time. */
+import type { Clock, Random } from '../../src/core/deps.ts';
+
+interface Timer {
+  id: number;
+  at: number;
+  fn: () => void;
+}
+
+export class FakeClock implements Clock {
+  private current: number;
+  private timers: Timer[] = [];
+  private nextId = 1;
+
+  constructor(start = 1_700_000_000_000) {
+    this.current = start;
+  }
+
+  now(): number {
+    return this.current;
+  }
+
+  monotonic(): number {
+    return this.current;
+  }
+
+  setTimeout(fn: () => void, ms: number): unknown {
+    const timer = { id: this.nextId++, at: this.current + Math.max(0, ms), fn };
+    this.timers.push(timer);
+    return timer.id;
+  }
+
+  clearTimeout(handle: unknown): void {
+    this.timers = this.timers.filter((t) => t.id !== handle);
+  }
+
+  get pendingTimers(): number {
+    return this.timers.length;
+  }
+
+  /** Moves time forward, firing due timers in order. */
+  advance(ms: number): void {
+    const target = this.current + ms;
+    for (;;) {
+      const due = this.timers.filter((t) => t.at <= target).sort((a, b) => a.at - b.at || a.id - b.id)[0];
+      if (!due) break;
+      this.timers = this.timers.filter((t) => t !== due);
+      this.current = due.at;
+      due.fn();
+    }
+    this.current = target;
+  }
+}
+
+/** A seeded PRNG (mulberry32): the same seed gives the same sequence. */
+export function seededRandom(seed: number): Random {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { type RelayEnd, relayStream } from '../../src/core/http/stream-relay.ts';
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** A source that yields the given chunks, then ends or fails. */
+function source(chunks: string[], failWith?: Error) {
+  let cancelled: unknown = 'not cancelled';
+  let i = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const next = chunks[i++];
+      if (next !== undefined) controller.enqueue(enc.encode(next));
+      else if (failWith) controller.error(failWith);
+      else controller.close();
+    },
+    cancel(reason) {
+      cancelled = reason;
+    },
+  });
+  return { stream, cancelled: () => cancelled };
+}
+
+async function drain(stream: ReadableStream<Uint8Array>): Promise<{ chunks: string[]; error?: unknown }> {
+  const chunks: string[] = [];
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { chunks };
+      chunks.push(dec.decode(value));
+    }
+  } catch (error) {
+    return { chunks, error };
+  }
+}
+
+describe('relayStream', () => {
+  it('passes chunks through unchanged and reports the end once', async () => {
+    const ends: RelayEnd[] = [];
+    const src = source(['data: {"a":1}\n\n', 'data: [DONE]\n\n']);
+    const out = await drain(relayStream(src.stream, { sse: true, onDone: (e) => ends.push(e) }));
+    expect(out.chunks).toEqual(['data: {"a":1}\n\n', 'data: [DONE]\n\n']);
+    expect(ends).toEqual(['end']);
+  });
+
+  it('ends a broken SSE stream with an error event and no [DONE]', async () => {
+    const ends: RelayEnd[] = [];
+    const src = source(['data: {"a":1}\n\n'], new Error('socket hang up'));
+    const out = await drain(relayStream(src.stream, { sse: true, onDone: (e) => ends.push(e) }));
+    expect(out.error).toBeUndefined();
+    expect(out.chunks[0]).toBe('data: {"a":1}\n\n');
+    const last = out.chunks.at(-1) as string;
+    expect(last).toMatch(/^data: \{"error":\{.*"type":"upstream_stream_error"/);
+    expect(out.chunks.join('')).not.toContain('[DONE]');
+    expect(ends).toEqual(['error']);
+  });
+
+  it('terminates a partial SSE event before the error event', async () => {
+    const src = source(['data: {"a":'], new Error('cut'));
+    const out = await drain(relayStream(src.stream, { sse: true, onDone: () => {} }));
+    expect(out.chunks.at(-1)?.startsWith('\n\ndata: {"error"')).toBe(true);
+  });
+
+  it('errors a broken non-SSE body so the truncation is visible', async () => {
+    const ends: RelayEnd[] = [];
+    const src = source(['{"partial":'], new Error('cut'));
+    const out = await drain(relayStream(src.stream, { sse: false, onDone: (e) => ends.push(e) }));
+    expect(out.chunks).toEqual(['{"partial":']);
+    expect(out.error).toBeInstanceOf(Error);
+    expect(ends).toEqual(['error']);
+  });
+
+  it('cancels the source when the client cancels, reporting cancel once', async () => {
+    const ends: RelayEnd[] = [];
+    let cancelled: unknown;
+    const src = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.enqueue(enc.encode('x'));
+      },
+      cancel(reason) {
+        cancelled = reason;
+      },
+    });
+    const relayed = relayStream(src, { sse: true, onDone: (e) => ends.push(e) });
+    const reader = relayed.getReader();
+    await reader.read();
+    await reader.cancel('client gone');
+    expect(cancelled).toBe('client gone');
+    expect(ends).toEqual(['cancel']);
+  });
+});
