@@ -33,7 +33,9 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps): Hono {
   registerInferenceRoutes(app, config, pipeline);
 
   app.notFound((c) =>
-    errorResponse(new RouterError('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)),
+    errorResponse(
+      new RouterError('not_found', `no route for ${c.req.method} ${new URL(c.req.url).pathname}`),
+    ),
   );
   app.onError((err, c) => {
     if (err instanceof RouterError) return errorResponse(err);

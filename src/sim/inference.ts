@@ -36,7 +36,7 @@ export async function handleInference(state: SimState, c: Context, route: Infere
     headers: state.log.enabled ? headerRecord(c.req.raw.headers) : {},
     body: json ?? null,
   });
-  const tracker = new RequestTracker(state, c, entry, c.req.raw.signal);
+  const tracker = new RequestTracker(state, c, entry);
   state.counters.requests_total++;
   const id = state.config.id;
   const refuse = (status: number, message: string) => {

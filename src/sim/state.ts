@@ -39,13 +39,14 @@ export class Slots {
     return this.queue.length;
   }
 
-  /** Resolves true once running, false if `signal` aborted while waiting. */
-  acquire(signal: AbortSignal): Promise<boolean> | true {
+  /** True when running at once; else resolves true once running, false if the signal aborted first. */
+  acquire(signalOf: () => AbortSignal): Promise<boolean> | true {
     const max = this.max();
     if (max <= 0 || (this.running < max && this.queue.length === 0)) {
       this.running++;
       return true;
     }
+    const signal = signalOf();
     return new Promise<boolean>((resolve) => {
       const grant = () => {
         signal.removeEventListener('abort', onAbort);
@@ -117,12 +118,17 @@ export interface Outcome {
   tokensSent?: number;
 }
 
+/** The abort reason of a settled request (made once: building a DOMException per request costs). */
+const SETTLED = new Error('sim: request settled');
+
 /**
  * One request's lifetime. `signal` aborts when the client goes away (request signal, or the
- * response stream is cancelled) or when the request is settled, so pending sleeps stop.
+ * response stream is cancelled) or when the request is settled, so pending sleeps stop. The signal
+ * and the client subscription are made on first use: zero-delay answers never need them.
  */
 export class RequestTracker {
-  private readonly controller = new AbortController();
+  private controller: AbortController | undefined;
+  private subscribed: AbortSignal | undefined;
   private ended = false;
   private holdsSlot = false;
   status: number | null = null;
@@ -131,13 +137,21 @@ export class RequestTracker {
     private readonly state: SimState,
     readonly c: Context,
     readonly entry: SimLogEntry | null,
-    private readonly clientSignal: AbortSignal | undefined,
-  ) {
-    if (clientSignal?.aborted) queueMicrotask(this.clientGone);
-    else clientSignal?.addEventListener('abort', this.clientGone);
-  }
+  ) {}
 
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.ended) this.controller.abort(SETTLED);
+      else {
+        const client = this.c.req.raw.signal;
+        if (client.aborted) queueMicrotask(this.clientGone);
+        else {
+          client.addEventListener('abort', this.clientGone, { once: true });
+          this.subscribed = client;
+        }
+      }
+    }
     return this.controller.signal;
   }
 
@@ -147,7 +161,7 @@ export class RequestTracker {
 
   /** Takes a running slot; false if the client left while waiting. */
   async run(): Promise<boolean> {
-    const got = this.state.slots.acquire(this.controller.signal);
+    const got = this.state.slots.acquire(() => this.signal);
     const ok = got === true ? true : await got;
     if (ok && this.ended) this.state.slots.release();
     else if (ok) this.holdsSlot = true;
@@ -162,7 +176,7 @@ export class RequestTracker {
   finish(outcome: Outcome): void {
     if (this.ended) return;
     this.ended = true;
-    this.clientSignal?.removeEventListener('abort', this.clientGone);
+    this.subscribed?.removeEventListener('abort', this.clientGone);
     if (this.holdsSlot) {
       this.holdsSlot = false;
       this.state.slots.release();
@@ -176,7 +190,7 @@ export class RequestTracker {
       tEndMs: nowMs(),
       tokensSent: outcome.tokensSent ?? this.entry?.tokensSent ?? 0,
     });
-    this.controller.abort();
+    this.controller?.abort(SETTLED);
   }
 
   /** Records progress without settling. */

@@ -63,10 +63,14 @@ describe('bad input never reaches an engine', () => {
 
   it('sent nothing to the engines, and keeps serving', async () => {
     expect(engineRequests(stack.engines)).toEqual([]);
-    const ok = await post(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }));
+    const ok = await post(
+      JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }),
+    );
     expect(ok.status).toBe(200);
     const metrics = await (await fetch(`${stack.router.url}/metrics`)).text();
-    expect(metrics).toMatch(/vllm_router_request_errors_total\{route="\/v1\/chat\/completions",error_type="invalid_json"\} [1-9]/);
+    expect(metrics).toMatch(
+      /vllm_router_request_errors_total\{route="\/v1\/chat\/completions",error_type="invalid_json"\} [1-9]/,
+    );
   });
 
   it('answers 404 in the OpenAI shape for an unknown route', async () => {

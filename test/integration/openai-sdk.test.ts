@@ -42,7 +42,11 @@ describe('the official openai SDK as a client', () => {
   });
 
   it('creates a completion and embeddings', async () => {
-    const completion = await client.completions.create({ model: 'sim-model', prompt: 'Once upon', max_tokens: 3 });
+    const completion = await client.completions.create({
+      model: 'sim-model',
+      prompt: 'Once upon',
+      max_tokens: 3,
+    });
     expect(completion.choices[0]?.finish_reason).toBe('length');
     const embedding = await client.embeddings.create({ model: 'sim-model', input: ['a', 'b'] });
     expect(embedding.data).toHaveLength(2);

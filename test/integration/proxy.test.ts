@@ -2,7 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { engineRequests, type Running, startStack } from '../support/harness.ts';
 
 const chat = (extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 8, ...extra });
+  JSON.stringify({
+    model: 'sim-model',
+    messages: [{ role: 'user', content: 'Hello there' }],
+    max_tokens: 8,
+    ...extra,
+  });
 
 /** True once a complete SSE event carries a non-empty content delta. */
 function hasContentToken(text: string): boolean {
@@ -155,7 +160,9 @@ describe('proxying to simulated engines', () => {
   });
 
   it('serves the union of models, the probes and Prometheus metrics (also on the metrics listener)', async () => {
-    const models = (await (await fetch(`${stack.router.url}/v1/models`)).json()) as { data: { id: string }[] };
+    const models = (await (await fetch(`${stack.router.url}/v1/models`)).json()) as {
+      data: { id: string }[];
+    };
     expect(models.data.map((m) => m.id)).toEqual(['sim-model']);
     expect((await fetch(`${stack.router.url}/liveness`)).status).toBe(200);
     expect((await fetch(`${stack.router.url}/readiness`)).status).toBe(200);
@@ -163,8 +170,12 @@ describe('proxying to simulated engines', () => {
     expect(health.status).toBe(200);
     for (const url of [`${stack.router.url}/metrics`, stack.router.metricsUrl as string]) {
       const text = await (await fetch(url)).text();
-      expect(text).toMatch(/vllm_router_requests_total\{route="\/v1\/chat\/completions",method="POST",status="200"\} \d+/);
-      expect(text).toContain('vllm_router_request_duration_seconds_bucket{route="/v1/chat/completions",le="0.001"}');
+      expect(text).toMatch(
+        /vllm_router_requests_total\{route="\/v1\/chat\/completions",method="POST",status="200"\} \d+/,
+      );
+      expect(text).toContain(
+        'vllm_router_request_duration_seconds_bucket{route="/v1/chat/completions",le="0.001"}',
+      );
       for (const e of stack.engines) {
         expect(text).toMatch(new RegExp(`vllm_router_processed_requests_total\\{worker="${e.url}"\\} [1-9]`));
         expect(text).toContain(`vllm_router_running_requests{worker="${e.url}"} 0`);

@@ -7,11 +7,18 @@ import type { SimOptions } from '../../src/sim/types.ts';
 
 export type RunningEngine = Awaited<ReturnType<typeof startSimEngine>>;
 
-type DeepPartial<T> = { [K in keyof T]?: T[K] extends (infer U)[] ? U[] : T[K] extends object ? DeepPartial<T[K]> : T[K] };
+type DeepPartial<T> = {
+  [K in keyof T]?: T[K] extends (infer U)[] ? U[] : T[K] extends object ? DeepPartial<T[K]> : T[K];
+};
 
-export async function startEngines(count: number, options: Partial<SimOptions> = {}): Promise<RunningEngine[]> {
+export async function startEngines(
+  count: number,
+  options: Partial<SimOptions> = {},
+): Promise<RunningEngine[]> {
   return Promise.all(
-    Array.from({ length: count }, (_, i) => startSimEngine({ id: `engine-${i}`, ...options, host: '127.0.0.1', port: 0 })),
+    Array.from({ length: count }, (_, i) =>
+      startSimEngine({ id: `engine-${i}`, ...options, host: '127.0.0.1', port: 0 }),
+    ),
   );
 }
 

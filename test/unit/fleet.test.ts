@@ -64,7 +64,11 @@ describe('Fleet model pools', () => {
       { url: A, models: ['llama'] },
       { url: B, models: ['qwen'] },
     ]);
-    expect(fleet.route({ model: 'gpt-9' })).toEqual({ ok: false, code: 'model_not_found', models: ['llama', 'qwen'] });
+    expect(fleet.route({ model: 'gpt-9' })).toEqual({
+      ok: false,
+      code: 'model_not_found',
+      models: ['llama', 'qwen'],
+    });
     expect(fleet.models()).toEqual(['llama', 'qwen']);
   });
 
@@ -84,7 +88,11 @@ describe('Fleet model pools', () => {
   it('learns models later (from /v1/models)', () => {
     const { fleet } = makeFleet([{ url: A }]);
     fleet.setWorkerModels(A, ['m1']);
-    expect(fleet.route({ model: 'm2' })).toMatchObject({ ok: false, code: 'model_not_found', models: ['m1'] });
+    expect(fleet.route({ model: 'm2' })).toMatchObject({
+      ok: false,
+      code: 'model_not_found',
+      models: ['m1'],
+    });
     expect(routed(fleet.route({ model: 'm1' })).worker.url).toBe(A);
   });
 });

@@ -4,7 +4,12 @@ import { createPolicy, registeredPolicies } from '../../src/core/policies/regist
 import { FakeClock, seededRandom } from '../support/fake-clock.ts';
 
 const workers = (n: number): PolicyWorker[] =>
-  Array.from({ length: n }, (_, i) => ({ id: `w${i}`, url: `http://127.0.0.1:${8000 + i}`, load: 0, processed: 0 }));
+  Array.from({ length: n }, (_, i) => ({
+    id: `w${i}`,
+    url: `http://127.0.0.1:${8000 + i}`,
+    load: 0,
+    processed: 0,
+  }));
 
 const ctx = () => ({ clock: new FakeClock(), random: seededRandom(42) });
 

@@ -3,11 +3,10 @@
  * configured, start two simulated engines in-process (the demo); serve; drain on SIGTERM/SIGINT.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { parseDotEnv } from '../../core/config/dotenv.ts';
 import { ConfigError } from '../../core/config/errors.ts';
 import { renderHelp } from '../../core/config/help.ts';
 import { resolveConfig } from '../../core/config/load.ts';
-import { parseDotEnv } from '../../core/config/dotenv.ts';
-import type { RouterConfig } from '../../core/config/schema.ts';
 import { startSimEngine } from '../../sim/node.ts';
 import { startNodeRouter } from './server.ts';
 
@@ -18,7 +17,7 @@ function environment(): Record<string, string | undefined> {
   return { ...fromFile, ...process.env };
 }
 
-async function startDemoEngines(config: RouterConfig): Promise<{ urls: string[]; close(): Promise<void> }> {
+async function startDemoEngines(): Promise<{ urls: string[]; close(): Promise<void> }> {
   const engines = await Promise.all(
     ['sim-a', 'sim-b'].map((id) => startSimEngine({ id, host: '127.0.0.1', port: 0, ttftMs: 30, itlMs: 15 })),
   );
@@ -27,7 +26,6 @@ async function startDemoEngines(config: RouterConfig): Promise<{ urls: string[];
     `No workers configured (--worker-urls): started two simulated vLLM engines for a demo at ${urls.join(', ')}.\n` +
       `Pass --worker-urls http://HOST:PORT ... to route to real engines.\n`,
   );
-  void config;
   return { urls, close: async () => void (await Promise.all(engines.map((e) => e.close()))) };
 }
 
@@ -42,6 +40,7 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  for (const warning of resolved.warnings) process.stderr.write(`warning: ${warning}\n`);
   if (resolved.help) {
     process.stdout.write(`${renderHelp()}\n`);
     return 0;
@@ -58,7 +57,7 @@ async function main(argv: string[]): Promise<number> {
 
   let demo: Awaited<ReturnType<typeof startDemoEngines>> | undefined;
   if (config.workers.urls.length === 0 && !config.pd.enabled) {
-    demo = await startDemoEngines(config);
+    demo = await startDemoEngines();
     config = { ...config, workers: { ...config.workers, urls: demo.urls } };
   }
 

@@ -8,7 +8,7 @@ import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { createRouterApp } from '../../core/app.ts';
 import type { RouterConfig } from '../../core/config/schema.ts';
-import { type Clock, type Random, type Upstream, systemClock, systemRandom } from '../../core/deps.ts';
+import { type Clock, type Random, systemClock, systemRandom, type Upstream } from '../../core/deps.ts';
 import { discoverModels } from '../../core/fleet/discovery.ts';
 import type { Fleet } from '../../core/fleet/fleet.ts';
 import { createFleetFromConfig } from '../../core/fleet/from-config.ts';
@@ -72,7 +72,10 @@ function urlOf(host: string, port: number): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
-export async function startNodeRouter(config: RouterConfig, options: NodeRouterOptions = {}): Promise<NodeRouter> {
+export async function startNodeRouter(
+  config: RouterConfig,
+  options: NodeRouterOptions = {},
+): Promise<NodeRouter> {
   const clock = options.clock ?? systemClock;
   const random = options.random ?? systemRandom;
   const ownedUpstream = options.upstream ? undefined : createUndiciUpstream();
@@ -90,7 +93,11 @@ export async function startNodeRouter(config: RouterConfig, options: NodeRouterO
   }
 
   const app = createRouterApp(config, { clock, random, upstream, fleet, logger, metrics });
-  const server = serve({ fetch: app.fetch, hostname: config.server.host, port: config.server.port }) as NodeServer;
+  const server = serve({
+    fetch: app.fetch,
+    hostname: config.server.host,
+    port: config.server.port,
+  }) as NodeServer;
   const address = await listen(server);
 
   let metricsServer: NodeServer | undefined;

@@ -44,7 +44,7 @@ export function closest(input: string, names: Iterable<string>): string | undefi
       bestDistance = d;
     }
   }
-  const limit = input.length <= 3 ? 0 : Math.max(2, Math.floor(input.length / 3));
+  const limit = input.length <= 3 ? 0 : Math.max(2, Math.round(input.length * 0.35));
   if (bestDistance <= limit) return best;
   // A truncated name ("bootstrap" for "bootstrapPort") is a typo too, however far in edits.
   const lower = input.toLowerCase();

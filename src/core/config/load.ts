@@ -71,9 +71,13 @@ export function resolveConfig({ argv, env, readTextFile }: ResolveConfigOptions)
 // Environment
 
 const LIST_SPLIT = /[\s,]+/;
-/** Kubernetes injects `<SERVICE>_PORT=tcp://10.0.0.1:80` for a Service named vllm-router. */
+/**
+ * Kubernetes injects service links into every pod: a Service named vllm-router yields
+ * VLLM_ROUTER_PORT=tcp://10.0.0.1:80, VLLM_ROUTER_SERVICE_HOST, VLLM_ROUTER_PORT_80_TCP_ADDR, ...
+ * Those are not settings, and must not stop the router from starting.
+ */
 const SERVICE_LINK = /^(tcp|udp|sctp):\/\//;
-const KUBERNETES_LINK_VARS = /^VLLM_ROUTER_(SERVICE_|PORT_\d+)/;
+const KUBERNETES_LINK_VARS = /_SERVICE_(HOST|PORT)(_|$)|_PORT_\d+_(TCP|UDP|SCTP)(_|$)/;
 
 /** Rewrites one variable as the command-line tokens of its flag, so both share one parser. */
 function envTokens(spec: FlagSpec, value: string): string[] {
@@ -114,6 +118,7 @@ function parseEnv(env: Record<string, string | undefined>) {
   }
   for (const name of Object.keys(env)) {
     if (!name.startsWith('VLLM_ROUTER_') || known.has(name) || KUBERNETES_LINK_VARS.test(name)) continue;
+    if (SERVICE_LINK.test(env[name] ?? '')) continue;
     const near = closest(name, known);
     warnings.push(`unknown environment variable ${name} ignored${near ? ` (did you mean ${near}?)` : ''}`);
   }

@@ -27,12 +27,20 @@ export async function fetchWorkerModels(
   try {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
-    const res = await upstream({ url: `${url}/v1/models`, method: 'GET', headers, body: null, signal: controller.signal });
+    const res = await upstream({
+      url: `${url}/v1/models`,
+      method: 'GET',
+      headers,
+      body: null,
+      signal: controller.signal,
+    });
     const text = await readAll(res.body);
     if (res.status !== 200) return undefined;
     const data = (JSON.parse(text) as { data?: unknown }).data;
     if (!Array.isArray(data)) return undefined;
-    return data.flatMap((m) => (typeof m === 'object' && m !== null && typeof m.id === 'string' ? [m.id] : []));
+    return data.flatMap((m) =>
+      typeof m === 'object' && m !== null && typeof m.id === 'string' ? [m.id] : [],
+    );
   } catch {
     return undefined;
   } finally {

@@ -185,7 +185,7 @@ export class Fleet implements FleetApi {
 function eligible(members: WorkerRecord[], exclude: readonly string[] | undefined): WorkerRecord[] {
   let all = true;
   for (const w of members) {
-    if (!w.healthy || (exclude !== undefined && exclude.includes(w.id))) {
+    if (!w.healthy || exclude?.includes(w.id)) {
       all = false;
       break;
     }

@@ -1,8 +1,8 @@
 /** Builds the in-memory fleet a configuration describes. */
 import type { RouterConfig } from '../config/schema.ts';
 import type { Clock, Random } from '../deps.ts';
-import type { WorkerSpec } from './fleet-api.ts';
 import { Fleet } from './fleet.ts';
+import type { WorkerSpec } from './fleet-api.ts';
 
 /** Regular workers from --worker-urls / --static-backends, with --static-models aligned by position. */
 export function workerSpecsFromConfig(config: RouterConfig): WorkerSpec[] {

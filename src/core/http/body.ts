@@ -3,7 +3,10 @@ import type { Context } from 'hono';
 import { RouterError } from '../errors.ts';
 
 function tooLarge(limit: number): RouterError {
-  return new RouterError('payload_too_large', `request body exceeds the maximum payload size of ${limit} bytes`);
+  return new RouterError(
+    'payload_too_large',
+    `request body exceeds the maximum payload size of ${limit} bytes`,
+  );
 }
 
 export async function readBody(c: Context, limit: number): Promise<Uint8Array> {

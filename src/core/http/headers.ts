@@ -64,6 +64,5 @@ export function clientResponseHeaders(upstream: Record<string, string | string[]
 }
 
 export function isEventStream(headers: Record<string, string>): boolean {
-  const ct = headers['content-type'];
-  return ct !== undefined && ct.includes('text/event-stream');
+  return headers['content-type']?.includes('text/event-stream') === true;
 }

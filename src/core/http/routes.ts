@@ -4,7 +4,12 @@ import type { FleetApi } from '../fleet/fleet-api.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 
-export function registerPublicRoutes(app: Hono, fleet: FleetApi, metrics: MetricsRegistry, startedAt: number): void {
+export function registerPublicRoutes(
+  app: Hono,
+  fleet: FleetApi,
+  metrics: MetricsRegistry,
+  startedAt: number,
+): void {
   app.get('/v1/models', async (c) => {
     const models = await fleet.models();
     const created = Math.floor(startedAt / 1000);

@@ -25,7 +25,10 @@ export function sseErrorEvent(message: string, needsSeparator: boolean): Uint8Ar
   return encoder.encode(`${needsSeparator ? '\n\n' : ''}data: ${event}\n\n`);
 }
 
-export function relayStream(src: ReadableStream<Uint8Array>, options: RelayOptions): ReadableStream<Uint8Array> {
+export function relayStream(
+  src: ReadableStream<Uint8Array>,
+  options: RelayOptions,
+): ReadableStream<Uint8Array> {
   const reader = src.getReader();
   let finished = false;
   let first = true;

@@ -36,7 +36,9 @@ export function registerFleetCollector(metrics: MetricsRegistry, fleet: FleetApi
     'Total requests processed by each worker',
     ['worker'],
   );
-  const running = metrics.gauge('vllm_router_running_requests', 'Requests in flight on each worker', ['worker']);
+  const running = metrics.gauge('vllm_router_running_requests', 'Requests in flight on each worker', [
+    'worker',
+  ]);
   const load = metrics.gauge('vllm_router_worker_load', 'Current load on each worker', ['worker']);
   const health = metrics.gauge('vllm_router_worker_health', 'Worker health status (1=healthy, 0=unhealthy)', [
     'worker',

@@ -44,7 +44,8 @@ export function createLogger(options: {
       return;
     }
     let line = `${time} ${level.toUpperCase().padEnd(5)} ${msg}`;
-    if (fields) for (const [k, v] of Object.entries(fields)) if (v !== undefined) line += ` ${k}=${formatValue(v)}`;
+    if (fields)
+      for (const [k, v] of Object.entries(fields)) if (v !== undefined) line += ` ${k}=${formatValue(v)}`;
     sink(line, level);
   };
   return {

@@ -50,7 +50,12 @@ export function rejectRequest(
   const { instruments, deps } = ctx;
   instruments.requests.labels(call.route, call.method, String(error.status)).inc();
   instruments.errors.labels(call.route, error.code).inc();
-  deps.logger.info('request rejected', { request_id: call.requestId, route: call.route, status: error.status, error: error.code });
+  deps.logger.info('request rejected', {
+    request_id: call.requestId,
+    route: call.route,
+    status: error.status,
+    error: error.code,
+  });
   return errorResponse(error, { 'x-request-id': call.requestId });
 }
 
@@ -126,10 +131,17 @@ class Exchange {
     }
     const error =
       reason === TIMED_OUT
-        ? new RouterError('upstream_timeout', `worker ${this.worker?.id} did not answer within ${this.ctx.timeoutMs} ms`)
-        : new RouterError('upstream_unreachable', `worker ${this.worker?.id} is unreachable: ${describe(err)}`, {
-            cause: err,
-          });
+        ? new RouterError(
+            'upstream_timeout',
+            `worker ${this.worker?.id} did not answer within ${this.ctx.timeoutMs} ms`,
+          )
+        : new RouterError(
+            'upstream_unreachable',
+            `worker ${this.worker?.id} is unreachable: ${describe(err)}`,
+            {
+              cause: err,
+            },
+          );
     return this.fail(error, { kind: 'failure' });
   }
 
@@ -211,7 +223,10 @@ class Exchange {
         attempts: this.attempts,
         status,
         ms: Math.round(elapsed * 10) / 10,
-        ttft_ms: this.firstChunkAt === undefined ? undefined : Math.round((this.firstChunkAt - this.started) * 10) / 10,
+        ttft_ms:
+          this.firstChunkAt === undefined
+            ? undefined
+            : Math.round((this.firstChunkAt - this.started) * 10) / 10,
         error: errorType,
       });
     }
@@ -221,9 +236,13 @@ class Exchange {
 function routeError(result: Extract<RouteResult, { ok: false }>, model: string | undefined): RouterError {
   if (result.code === 'model_not_found') {
     const served = result.models.length > 0 ? result.models.join(', ') : 'none';
-    return new RouterError('model_not_found', `model ${JSON.stringify(model)} not found; served models: ${served}`, {
-      param: 'model',
-    });
+    return new RouterError(
+      'model_not_found',
+      `model ${JSON.stringify(model)} not found; served models: ${served}`,
+      {
+        param: 'model',
+      },
+    );
   }
   return new RouterError('no_available_workers', 'no worker is available to serve this request');
 }

@@ -12,7 +12,8 @@ export interface RequestInfo {
 const decoder = new TextDecoder();
 
 export function parseJsonBody(body: Uint8Array): unknown {
-  if (body.byteLength === 0) throw new RouterError('invalid_json', 'request body is empty; expected a JSON object');
+  if (body.byteLength === 0)
+    throw new RouterError('invalid_json', 'request body is empty; expected a JSON object');
   try {
     return JSON.parse(decoder.decode(body));
   } catch (err) {
@@ -31,7 +32,9 @@ export function requestInfoFromJson(json: unknown): RequestInfo {
   if (model !== undefined && model !== null && typeof model !== 'string') {
     throw new RouterError('invalid_request', '`model` must be a string', { param: 'model' });
   }
-  return typeof model === 'string' ? { model, stream: body.stream === true } : { stream: body.stream === true };
+  return typeof model === 'string'
+    ? { model, stream: body.stream === true }
+    : { stream: body.stream === true };
 }
 
 export function isJsonContentType(contentType: string | undefined): boolean {

@@ -180,6 +180,20 @@ describe('environment variables', () => {
     ]);
   });
 
+  it('ignores the service links of other Services whose names start with vllm-router', () => {
+    const resolved = resolve([], {
+      VLLM_ROUTER_PROMETHEUS_PORT: 'tcp://10.0.0.8:29000',
+      VLLM_ROUTER_PROMETHEUS_SERVICE_HOST: '10.0.0.8',
+      VLLM_ROUTER_PROMETHEUS_SERVICE_PORT_METRICS: '29000',
+      VLLM_ROUTER_PROMETHEUS_PORT_29000_TCP_ADDR: '10.0.0.8',
+      VLLM_ROUTER_CACHE_PORT: 'tcp://10.0.0.9:6379',
+    });
+    expect(resolved.config.metrics.port).toBe(29000);
+    expect(resolved.warnings).toEqual([
+      'VLLM_ROUTER_PROMETHEUS_PORT=tcp://10.0.0.8:29000 ignored: it looks like a Kubernetes service link, not a --prometheus-port value',
+    ]);
+  });
+
   it('warns about unknown VLLM_ROUTER_ variables, with a suggestion', () => {
     const resolved = resolve([], { VLLM_ROUTER_WROKER_URLS: 'http://a', PATH: '/bin' });
     expect(resolved.warnings).toEqual([
@@ -281,8 +295,8 @@ describe('errors from flags', () => {
   });
 
   it('cross-field: blame the field that was set, with a message that fits it', () => {
-    expect(failure(['--retry-initial-backoff-ms', '5000']).message).toBe(
-      '--retry-initial-backoff-ms 5000: must not exceed the max backoff (30000 ms)',
+    expect(failure(['--retry-initial-backoff-ms', '50000']).message).toBe(
+      '--retry-initial-backoff-ms 50000: must not exceed the max backoff (30000 ms)',
     );
     const viaMax = failure(['--retry-max-backoff-ms', '10']);
     expect(viaMax.message).toBe('--retry-max-backoff-ms 10: must be at least the initial backoff (50 ms)');

@@ -39,9 +39,15 @@ describe('sim engine: prefix cache', () => {
     const engine = createSimEngine();
     await complete(engine, block('a') + block('b'));
     expect((await complete(engine, block('x') + block('b'))).headers.get('x-sim-cached-blocks')).toBe('0/2');
-    expect((await complete(engine, block('a') + block('c') + block('d'))).headers.get('x-sim-cached-blocks')).toBe(
-      '1/3',
+    expect(
+      (await complete(engine, block('a') + block('c') + block('d'))).headers.get('x-sim-cached-blocks'),
+    ).toBe('1/3');
+    expect((await complete(engine, block('a') + block('b') + block('e'))).headers.get('x-sim-cached-blocks')).toBe(
+      '2/3',
     );
+    // 'f' is cached after 'y', not after 'a': only the 'a' block hits
+    await complete(engine, block('y') + block('f'));
+    expect((await complete(engine, block('a') + block('f'))).headers.get('x-sim-cached-blocks')).toBe('1/2');
     expect(chainedBlockHash('same', 0, 4, 1)).not.toBe(chainedBlockHash('same', 0, 4, 2));
   });
 
@@ -62,7 +68,10 @@ describe('sim engine: prefix cache', () => {
     const prompt = block('a') + block('b') + block('c');
     await complete(engine, prompt, { max_tokens: 3 });
     await complete(engine, prompt, { max_tokens: 3 });
-    await complete(engine, block('z') + block('y'), { kv_transfer_params: { do_remote_prefill: true }, max_tokens: 1 });
+    await complete(engine, block('z') + block('y'), {
+      kv_transfer_params: { do_remote_prefill: true },
+      max_tokens: 1,
+    });
     // non-streaming: TTFT + (tokens - 1) × ITL
     expect(waits).toEqual([10 + 15 + 2, 10 + 2, 10]);
   });

@@ -51,20 +51,30 @@ describe('sim engine: health, models, metrics, server info', () => {
     const second = chat(engine);
     await engine.waitForLog((e) => e.seq === 2); // the second request is queued by now
     const text = await (await get(engine, '/metrics')).text();
-    expect(text).toContain('# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 1\n');
+    expect(text).toContain(
+      '# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 1\n',
+    );
     expect(text).toContain('vllm:num_requests_waiting{model_name="m"} 1\n');
     expect(engine.stats()).toMatchObject({ running: 1, waiting: 1 });
     open();
     expect((await first).status).toBe(200);
     expect((await second).status).toBe(200);
     expect(engine.stats()).toMatchObject({ running: 0, waiting: 0, success_total: 2 });
-    expect(await (await get(engine, '/metrics')).text()).toContain('vllm:request_success_total{model_name="m"} 2\n');
+    expect(await (await get(engine, '/metrics')).text()).toContain(
+      'vllm:request_success_total{model_name="m"} 2\n',
+    );
   });
 
   it('answers /get_server_info, /get_model_info and the Mooncake /query per DP rank', async () => {
     const engine = createSimEngine({ id: 'p', models: ['m'], dpSize: 2, kvPort: 7000 });
-    expect(await (await get(engine, '/get_server_info')).json()).toMatchObject({ id: 'p', served_model_name: ['m'] });
-    expect(await (await get(engine, '/get_model_info')).json()).toMatchObject({ model_path: 'm', is_generation: true });
+    expect(await (await get(engine, '/get_server_info')).json()).toMatchObject({
+      id: 'p',
+      served_model_name: ['m'],
+    });
+    expect(await (await get(engine, '/get_model_info')).json()).toMatchObject({
+      model_path: 'm',
+      is_generation: true,
+    });
     expect(await (await get(engine, '/query')).json()).toEqual({
       '0': { engine_id: 'p-dp0', worker_addr: { '0': { '0': '127.0.0.1:7000' } } },
       '1': { engine_id: 'p-dp1', worker_addr: { '0': { '0': '127.0.0.1:7001' } } },
@@ -154,7 +164,9 @@ describe('sim engine: request log', () => {
     open();
     expect((await finished).seq).toBe(started.seq);
     await pending;
-    await expect(engine.waitForLog((e) => e.status === 418, 20)).rejects.toThrow(/no matching inference entry within 20 ms/);
+    await expect(engine.waitForLog((e) => e.status === 418, 20)).rejects.toThrow(
+      /no matching inference entry within 20 ms/,
+    );
     await get(engine, '/v1/models');
     expect((await engine.waitForLog((e) => e.path === '/v1/models', 1000, 'probe')).status).toBe(200);
   });
@@ -173,7 +185,11 @@ describe('sim engine: admin API', () => {
       model: 'x,y',
     });
     expect(res.status).toBe(200);
-    expect((await res.json()).config).toMatchObject({ 'fail-mode': 'status', 'fail-first': 1, model: ['x', 'y'] });
+    expect((await res.json()).config).toMatchObject({
+      'fail-mode': 'status',
+      'fail-first': 1,
+      model: ['x', 'y'],
+    });
     expect(engine.config.failure).toEqual({ mode: 'status', status: 503, first: 1, retryAfter: '1' });
     expect(engine.config.unhealthy).toBe(true);
     expect((await chat(engine, { model: 'y' })).status).toBe(503);
@@ -213,7 +229,11 @@ describe('sim engine: admin API', () => {
     expect(health.map((e: { path: string }) => e.path)).toEqual(['/health']);
     expect((await (await get(engine, '/admin/log?kind=all')).json()).length).toBe(3);
     expect((await get(engine, '/admin/log?kind=nope')).status).toBe(400);
-    expect(await (await get(engine, '/admin/stats')).json()).toMatchObject({ id: 's', requests_total: 1, success_total: 1 });
+    expect(await (await get(engine, '/admin/stats')).json()).toMatchObject({
+      id: 's',
+      requests_total: 1,
+      success_total: 1,
+    });
     expect((await post(engine, '/admin/reset', {})).status).toBe(200);
     expect(engine.log).toEqual([]);
     expect(engine.stats()).toMatchObject({ requests_total: 0, health_probes_total: 0, cache_size_blocks: 0 });

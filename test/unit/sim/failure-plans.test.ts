@@ -62,7 +62,9 @@ describe('sim engine: failure plans', () => {
 
   it('fails everything without a selection, nothing with rate 0 or mode none', async () => {
     expect(await statuses(createSimEngine({ failure: { mode: 'status' } }), 3)).toEqual([503, 503, 503]);
-    expect(await statuses(createSimEngine({ failure: { mode: 'status', rate: 0 } }), 3)).toEqual([200, 200, 200]);
+    expect(await statuses(createSimEngine({ failure: { mode: 'status', rate: 0 } }), 3)).toEqual([
+      200, 200, 200,
+    ]);
     expect(await statuses(createSimEngine({ failure: { mode: 'none', first: 5 } }), 2)).toEqual([200, 200]);
   });
 
@@ -115,7 +117,12 @@ describe('sim engine: failure plans', () => {
     const err = await chat(engine).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TypeError);
     expect((err as TypeError).cause).toMatchObject({ code: 'ECONNRESET' });
-    expect(engine.log[0]).toMatchObject({ status: null, completed: false, aborted: false, injected: 'reset' });
+    expect(engine.log[0]).toMatchObject({
+      status: null,
+      completed: false,
+      aborted: false,
+      injected: 'reset',
+    });
 
     const ac = new AbortController();
     const resetConnection = vi.fn(() => ac.abort());
@@ -152,7 +159,11 @@ describe('sim engine: failure plans', () => {
 
   it('midstream with a cut hook: the hook cuts, the stream does not end cleanly', async () => {
     const cutConnection = vi.fn();
-    const engine = createSimEngine({ tokens: 4, failure: { mode: 'midstream', cutAfterChunks: 1 }, cutConnection });
+    const engine = createSimEngine({
+      tokens: 4,
+      failure: { mode: 'midstream', cutAfterChunks: 1 },
+      cutConnection,
+    });
     const res = await chat(engine, { stream: true });
     const reader = res.body!.getReader();
     await reader.read();

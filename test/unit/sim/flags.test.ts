@@ -55,15 +55,33 @@ describe('sim engine command line', () => {
   });
 
   it('takes --fail-first, repeated --model, booleans with values, a lone -- and --help', () => {
-    const cli = parseSimCommandLine(['--', '--model', 'a,b', '--model=c', '--unhealthy', '0', '--fail-first', '20', '--help']);
+    const cli = parseSimCommandLine([
+      '--',
+      '--model',
+      'a,b',
+      '--model=c',
+      '--unhealthy',
+      '0',
+      '--fail-first',
+      '20',
+      '--help',
+    ]);
     expect(cli.help).toBe(true);
-    expect(cli.options).toMatchObject({ models: ['a', 'b', 'c'], unhealthy: false, failure: { mode: 'none', first: 20 } });
+    expect(cli.options).toMatchObject({
+      models: ['a', 'b', 'c'],
+      unhealthy: false,
+      failure: { mode: 'none', first: 20 },
+    });
     expect(cli.options.id).toBe('sim-8000');
     expect(parseSimCommandLine(['--port', '0']).options.id).toBeUndefined();
   });
 
   it('reads SIM_* environment variables below the flags', () => {
-    const cli = parseSimCommandLine(['--tokens', '3'], { SIM_PORT: '9001', SIM_TOKENS: '7', SIM_TTFT_MS: '12' });
+    const cli = parseSimCommandLine(['--tokens', '3'], {
+      SIM_PORT: '9001',
+      SIM_TOKENS: '7',
+      SIM_TTFT_MS: '12',
+    });
     expect(cli.port).toBe(9001);
     expect(cli.options).toMatchObject({ tokens: 3, ttftMs: 12, id: 'sim-9001' });
   });
@@ -81,7 +99,14 @@ describe('sim engine command line', () => {
 
   it('lists every flag in --help', () => {
     const help = simHelp();
-    for (const flag of ['--port', '--ttft-ms', '--fail-mode', '--cut-after-chunks', '--unhealthy', '--seed']) {
+    for (const flag of [
+      '--port',
+      '--ttft-ms',
+      '--fail-mode',
+      '--cut-after-chunks',
+      '--unhealthy',
+      '--seed',
+    ]) {
       expect(help).toContain(flag);
     }
   });

@@ -54,19 +54,27 @@ describe('sim engine: OpenAI formats', () => {
     const a = await (await post(engine, '/v1/chat/completions', chat({ max_tokens: 3 }))).json();
     expect(a.choices[0].finish_reason).toBe('length');
     expect(a.usage.completion_tokens).toBe(3);
-    const b = await (await post(engine, '/v1/chat/completions', chat({ max_completion_tokens: 2, max_tokens: 9 }))).json();
+    const b = await (
+      await post(engine, '/v1/chat/completions', chat({ max_completion_tokens: 2, max_tokens: 9 }))
+    ).json();
     expect(b.usage.completion_tokens).toBe(2);
     const c = await (await post(engine, '/v1/completions', { prompt: 'x', max_tokens: 40 })).json();
     expect(c.choices[0].finish_reason).toBe('stop');
     expect(c.usage.completion_tokens).toBe(16);
-    const d = await (await post(engine, '/v1/completions', { prompt: 'x', max_tokens: 20, ignore_eos: true })).json();
+    const d = await (
+      await post(engine, '/v1/completions', { prompt: 'x', max_tokens: 20, ignore_eos: true })
+    ).json();
     expect(d.usage.completion_tokens).toBe(20);
     expect(d.choices[0].finish_reason).toBe('length');
   });
 
   it('streams chat in vLLM chunk format: role first, finish_reason last, usage, [DONE]', async () => {
     const engine = createSimEngine({ tokens: 4 });
-    const res = await post(engine, '/v1/chat/completions', chat({ stream: true, stream_options: { include_usage: true } }));
+    const res = await post(
+      engine,
+      '/v1/chat/completions',
+      chat({ stream: true, stream_options: { include_usage: true } }),
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     const data = sseData(await res.text());
@@ -86,7 +94,9 @@ describe('sim engine: OpenAI formats', () => {
 
   it('streams completions without a usage chunk unless asked', async () => {
     const engine = createSimEngine({ tokens: 3 });
-    const data = sseData(await (await post(engine, '/v1/completions', { prompt: 'p', stream: true, max_tokens: 2 })).text());
+    const data = sseData(
+      await (await post(engine, '/v1/completions', { prompt: 'p', stream: true, max_tokens: 2 })).text(),
+    );
     expect(data).toHaveLength(3);
     const [first, last] = [JSON.parse(data[0]!), JSON.parse(data[1]!)];
     expect(first.object).toBe('text_completion');
@@ -101,7 +111,9 @@ describe('sim engine: OpenAI formats', () => {
     expect(floats.object).toBe('list');
     expect(floats.data).toHaveLength(2);
     expect(floats.data[0].embedding).toHaveLength(8);
-    const b64 = await (await post(engine, '/v1/embeddings', { input: 'a', dimensions: 8, encoding_format: 'base64' })).json();
+    const b64 = await (
+      await post(engine, '/v1/embeddings', { input: 'a', dimensions: 8, encoding_format: 'base64' })
+    ).json();
     const bytes = Uint8Array.from(atob(b64.data[0].embedding), (ch) => ch.charCodeAt(0));
     const decoded = Array.from(new Float32Array(bytes.buffer));
     expect(decoded).toEqual(floats.data[0].embedding);
@@ -110,10 +122,17 @@ describe('sim engine: OpenAI formats', () => {
 
   it('answers /generate (SGLang), /v1/responses and echoes other /v1 paths', async () => {
     const engine = createSimEngine({ tokens: 3 });
-    const gen = await (await post(engine, '/generate', { text: 'hi', sampling_params: { max_new_tokens: 2 } })).json();
-    expect(gen.meta_info).toMatchObject({ completion_tokens: 2, finish_reason: { type: 'length', length: 2 } });
+    const gen = await (
+      await post(engine, '/generate', { text: 'hi', sampling_params: { max_new_tokens: 2 } })
+    ).json();
+    expect(gen.meta_info).toMatchObject({
+      completion_tokens: 2,
+      finish_reason: { type: 'length', length: 2 },
+    });
     const genStream = sseData(
-      await (await post(engine, '/generate', { text: 'hi', stream: true, sampling_params: { max_new_tokens: 2 } })).text(),
+      await (
+        await post(engine, '/generate', { text: 'hi', stream: true, sampling_params: { max_new_tokens: 2 } })
+      ).text(),
     );
     expect(genStream).toHaveLength(3);
     expect(genStream.at(-1)).toBe('[DONE]');
@@ -127,7 +146,12 @@ describe('sim engine: OpenAI formats', () => {
     expect((await post(engine, '/v1/responses', { input: 'hi', stream: true })).status).toBe(400);
     const echo = await post(engine, '/v1/rerank', { query: 'q', documents: ['d'] });
     expect(echo.status).toBe(200);
-    expect(await echo.json()).toEqual({ object: 'echo', method: 'POST', path: '/v1/rerank', body: { query: 'q', documents: ['d'] } });
+    expect(await echo.json()).toEqual({
+      object: 'echo',
+      method: 'POST',
+      path: '/v1/rerank',
+      body: { query: 'q', documents: ['d'] },
+    });
   });
 
   it('answers an unknown model with 404 and malformed JSON with 400, in the error envelope', async () => {
