@@ -7,6 +7,7 @@ import { parseDotEnv } from '../../core/config/dotenv.ts';
 import { ConfigError } from '../../core/config/errors.ts';
 import { renderHelp } from '../../core/config/help.ts';
 import { resolveConfig } from '../../core/config/load.ts';
+import { fetchUpstream } from '../../core/http/fetch-upstream.ts';
 import { startSimEngine } from '../../sim/node.ts';
 import { startNodeRouter } from './server.ts';
 
@@ -61,8 +62,11 @@ async function main(argv: string[]): Promise<number> {
     config = { ...config, workers: { ...config.workers, urls: demo.urls } };
   }
 
-  const router = await startNodeRouter(config);
+  // The global fetch as transport, for comparing transports (undici `request` is the default).
+  const transport = process.env.VLLM_EDGE_ROUTER_TRANSPORT;
+  const router = await startNodeRouter(config, transport === 'fetch' ? { upstream: fetchUpstream() } : {});
   router.logger.info(`vllm-edge-router listening on ${router.url}`, {
+    transport: transport === 'fetch' ? 'fetch' : 'undici',
     workers: config.workers.urls.length,
     policy: config.policy.name,
     metrics: router.metricsUrl,

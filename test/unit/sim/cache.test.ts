@@ -42,9 +42,9 @@ describe('sim engine: prefix cache', () => {
     expect(
       (await complete(engine, block('a') + block('c') + block('d'))).headers.get('x-sim-cached-blocks'),
     ).toBe('1/3');
-    expect((await complete(engine, block('a') + block('b') + block('e'))).headers.get('x-sim-cached-blocks')).toBe(
-      '2/3',
-    );
+    expect(
+      (await complete(engine, block('a') + block('b') + block('e'))).headers.get('x-sim-cached-blocks'),
+    ).toBe('2/3');
     // 'f' is cached after 'y', not after 'a': only the 'a' block hits
     await complete(engine, block('y') + block('f'));
     expect((await complete(engine, block('a') + block('f'))).headers.get('x-sim-cached-blocks')).toBe('1/2');
