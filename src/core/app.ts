@@ -7,6 +7,7 @@ import { errorResponse, RouterError } from './errors.ts';
 import { registerInferenceRoutes } from './http/inference.ts';
 import { registerPublicRoutes } from './http/routes.ts';
 import { createInstruments, registerFleetCollector } from './observability/instruments.ts';
+import { RetryBudget } from './resilience/retry-budget.ts';
 import type { PipelineContext } from './routing/pipeline.ts';
 
 export function createRouterApp(config: RouterConfig, deps: RouterDeps): Hono {
@@ -25,6 +26,11 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps): Hono {
       retryable: new Set(config.retry.retryableStatusCodes),
       capacity: new Set(config.circuitBreaker.capacityStatusCodes),
     },
+    retry: config.retry,
+    budget: new RetryBudget(
+      { ratio: config.retry.budgetRatio, minPerSec: config.retry.budgetMinPerSec },
+      deps.clock,
+    ),
     timeoutMs: config.server.requestTimeoutSecs * 1000,
     ...(config.workers.apiKey === undefined ? {} : { apiKey: config.workers.apiKey }),
   };

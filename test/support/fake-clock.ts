@@ -24,7 +24,11 @@ export class FakeClock implements Clock {
     return this.current;
   }
 
+  /** Every delay asked of setTimeout, in order (tests read backoff sequences from it). */
+  readonly requested: number[] = [];
+
   setTimeout(fn: () => void, ms: number): unknown {
+    this.requested.push(ms);
     const timer = { id: this.nextId++, at: this.current + Math.max(0, ms), fn };
     this.timers.push(timer);
     return timer.id;
@@ -36,6 +40,13 @@ export class FakeClock implements Clock {
 
   get pendingTimers(): number {
     return this.timers.length;
+  }
+
+  /** Milliseconds until the earliest pending timer, or undefined when none is pending. */
+  nextDueIn(): number | undefined {
+    let min: number | undefined;
+    for (const t of this.timers) if (min === undefined || t.at < min) min = t.at;
+    return min === undefined ? undefined : min - this.current;
   }
 
   /** Moves time forward, firing due timers in order. */
@@ -62,4 +73,22 @@ export function seededRandom(seed: number): Random {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/**
+ * Resolves `work` while firing the fake clock's short timers (backoffs) as they are scheduled, so
+ * a test never sleeps: between real I/O turns, time jumps straight to the next timer due within
+ * `horizonMs` (longer timers, such as the request deadline, are left alone).
+ */
+export async function driveClock<T>(clock: FakeClock, work: Promise<T>, horizonMs = 60_000): Promise<T> {
+  let settled = false;
+  const result = work.finally(() => {
+    settled = true;
+  });
+  while (!settled) {
+    await new Promise((resolve) => setImmediate(resolve));
+    const due = clock.nextDueIn();
+    if (due !== undefined && due <= horizonMs) clock.advance(due);
+  }
+  return result;
 }

@@ -68,6 +68,22 @@ function readWhole(body: UndiciBody, length: number): Promise<Uint8Array> {
   });
 }
 
+const CONNECTION_LOST = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+
+/**
+ * Marks a failure that looks like a pooled keep-alive connection the engine had already closed:
+ * the connection dropped before any response byte, and (when undici says) it had carried earlier
+ * responses. The pipeline resends such a request once, at once.
+ */
+function tagStaleConnection(err: unknown): unknown {
+  if (typeof err !== 'object' || err === null) return err;
+  const { code, socket } = err as { code?: unknown; socket?: { bytesRead?: number } };
+  if (typeof code !== 'string' || !CONNECTION_LOST.has(code)) return err;
+  if (socket && typeof socket.bytesRead === 'number' && socket.bytesRead === 0) return err;
+  (err as { staleConnection?: boolean }).staleConnection = true;
+  return err;
+}
+
 export function createUndiciUpstream(options: UndiciUpstreamOptions = {}): UndiciUpstream {
   const agent = new Agent({
     keepAliveTimeout: options.keepAliveTimeoutMs ?? 30_000,
@@ -80,14 +96,19 @@ export function createUndiciUpstream(options: UndiciUpstreamOptions = {}): Undic
 
   const upstream = async (req: UpstreamRequest): Promise<UpstreamResponse> => {
     const { origin, path } = splitUrl(req.url);
-    const res = await agent.request({
-      origin,
-      path,
-      method: req.method as Dispatcher.HttpMethod,
-      headers: req.headers,
-      body: req.body === null ? null : req.body instanceof Uint8Array ? req.body : (req.body as never),
-      signal: req.signal,
-    });
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await agent.request({
+        origin,
+        path,
+        method: req.method as Dispatcher.HttpMethod,
+        headers: req.headers,
+        body: req.body === null ? null : req.body instanceof Uint8Array ? req.body : (req.body as never),
+        signal: req.signal,
+      });
+    } catch (err) {
+      throw tagStaleConnection(err);
+    }
     const headers = res.headers as Record<string, string | string[]>;
     const length = headers['content-length'];
     const type = headers['content-type'];

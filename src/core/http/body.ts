@@ -41,3 +41,28 @@ export async function readBody(c: Context, limit: number): Promise<Uint8Array> {
   }
   return out;
 }
+
+/** True when the body announces more than `maxBuffered` bytes, or gives no length at all. */
+export function tooLargeToBuffer(c: Context, maxBuffered: number): boolean {
+  const declared = c.req.header('content-length');
+  if (declared === undefined) return c.req.header('transfer-encoding') !== undefined;
+  return Number(declared) > maxBuffered;
+}
+
+/** The body as a stream for the engine, still held to the payload limit. */
+export function streamBody(c: Context, limit: number): ReadableStream<Uint8Array> | null {
+  const declared = c.req.header('content-length');
+  if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
+  const source = c.req.raw.body;
+  if (!source) return null;
+  let size = 0;
+  return source.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        size += chunk.byteLength;
+        if (size > limit) controller.error(tooLarge(limit));
+        else controller.enqueue(chunk);
+      },
+    }),
+  );
+}

@@ -12,7 +12,7 @@ import {
   type RequestInfo,
   requestInfoFromJson,
 } from '../routing/request-info.ts';
-import { readBody } from './body.ts';
+import { readBody, streamBody, tooLargeToBuffer } from './body.ts';
 import { upstreamRequestHeaders } from './headers.ts';
 import { requestIdOf } from './request-id.ts';
 
@@ -43,17 +43,27 @@ export function registerInferenceRoutes(app: Hono, config: RouterConfig, ctx: Pi
   const limit = config.server.maxPayloadSize;
   const idHeaders = config.server.requestIdHeaders;
 
+  const maxBuffered = config.retry.maxBufferedRequestBytes;
+  const retriesOn = !config.retry.disabled && config.retry.maxRetries > 1;
+
   const handle = (route: string, jsonRequired: boolean) => async (c: Context) => {
     const requestId = requestIdOf(c, idHeaders);
     const method = c.req.method;
-    let body: Uint8Array | null = null;
+    let body: Uint8Array | ReadableStream<Uint8Array> | null = null;
     let info: RequestInfo = { stream: false };
     try {
       if (method !== 'GET' && method !== 'HEAD') {
-        body = await readBody(c, limit);
         const contentType = c.req.header('content-type');
-        if (jsonRequired || (body.byteLength > 0 && isJsonContentType(contentType))) {
-          info = requestInfoFromJson(parseJsonBody(body));
+        const json = jsonRequired || isJsonContentType(contentType);
+        if (!json && tooLargeToBuffer(c, maxBuffered)) {
+          // Not needed for routing and too large to keep for a retry: stream it, one attempt.
+          body = streamBody(c, limit);
+          if (retriesOn) ctx.instruments.retryForfeited.inc();
+        } else {
+          const bytes = await readBody(c, limit);
+          body = bytes;
+          if (jsonRequired || (bytes.byteLength > 0 && json))
+            info = requestInfoFromJson(parseJsonBody(bytes));
         }
       }
     } catch (err) {

@@ -38,5 +38,5 @@ export function requestInfoFromJson(json: unknown): RequestInfo {
 }
 
 export function isJsonContentType(contentType: string | undefined): boolean {
-  return contentType === undefined || contentType === '' || contentType.includes('json');
+  return contentType?.includes('json') === true;
 }

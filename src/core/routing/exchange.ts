@@ -1,0 +1,108 @@
+/**
+ * One client request's life in the router: its deadline timer, the abort wiring from the client
+ * and the deadline to the engine, the attempt count, and `finish`, which runs exactly once (lease
+ * settled, metrics and the log line recorded) whether the response ends, errors or is abandoned.
+ */
+import type { TimerHandle } from '../deps.ts';
+import type { AttemptOutcome, RoutedWorker } from '../fleet/fleet-api.ts';
+import type { PipelineContext, ProxyCall } from './pipeline-types.ts';
+
+export const CLIENT_GONE = 'client disconnected';
+export const TIMED_OUT = 'request timeout';
+
+export class Exchange {
+  readonly started: number;
+  readonly controller = new AbortController();
+  /** Upstream attempts made (free stale-connection resends not counted). */
+  attempts = 0;
+  /** The worker of the latest attempt. */
+  worker: RoutedWorker | undefined;
+  /** The lease of the response being relayed (0: none). */
+  lease = 0;
+  firstChunkAt: number | undefined;
+  private timer: TimerHandle | undefined;
+  private done = false;
+
+  constructor(
+    readonly ctx: PipelineContext,
+    readonly call: ProxyCall,
+  ) {
+    this.started = ctx.deps.clock.monotonic();
+    const { clientSignal } = call;
+    if (clientSignal.aborted) this.controller.abort(CLIENT_GONE);
+    else clientSignal.addEventListener('abort', this.onClientAbort);
+    this.timer = ctx.deps.clock.setTimeout(() => this.controller.abort(TIMED_OUT), ctx.timeoutMs);
+  }
+
+  private readonly onClientAbort = () => this.controller.abort(CLIENT_GONE);
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get clientGone(): boolean {
+    return this.controller.signal.reason === CLIENT_GONE;
+  }
+
+  get timedOut(): boolean {
+    return this.controller.signal.reason === TIMED_OUT;
+  }
+
+  elapsedMs(): number {
+    return this.ctx.deps.clock.monotonic() - this.started;
+  }
+
+  remainingMs(): number {
+    return this.ctx.timeoutMs - this.elapsedMs();
+  }
+
+  /** Waits `ms` on the injected clock; false if the client left or the deadline passed meanwhile. */
+  sleep(ms: number): Promise<boolean> {
+    const { clock } = this.ctx.deps;
+    const signal = this.controller.signal;
+    if (signal.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const onAbort = () => {
+        clock.clearTimeout(handle);
+        resolve(false);
+      };
+      const handle = clock.setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(true);
+      }, ms);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Everything that must happen exactly once per request. */
+  finish(status: number, outcome: AttemptOutcome | undefined, errorType?: string): void {
+    if (this.done) return;
+    this.done = true;
+    const { deps, instruments } = this.ctx;
+    if (this.timer !== undefined) deps.clock.clearTimeout(this.timer);
+    this.call.clientSignal.removeEventListener('abort', this.onClientAbort);
+    if (this.lease !== 0 && outcome) void deps.fleet.settle(this.lease, outcome);
+    const { route, method } = this.call;
+    const elapsed = this.elapsedMs();
+    instruments.requests.labels(route, method, String(status)).inc();
+    instruments.duration.labels(route).observe(elapsed / 1000);
+    if (errorType) instruments.errors.labels(route, errorType).inc();
+    if (deps.logger.enabled('info')) {
+      deps.logger.info('request', {
+        request_id: this.call.requestId,
+        route,
+        model: this.call.info.model,
+        stream: this.call.info.stream,
+        worker: this.worker?.id,
+        attempts: this.attempts,
+        status,
+        ms: Math.round(elapsed * 10) / 10,
+        ttft_ms:
+          this.firstChunkAt === undefined
+            ? undefined
+            : Math.round((this.firstChunkAt - this.started) * 10) / 10,
+        error: errorType,
+      });
+    }
+  }
+}

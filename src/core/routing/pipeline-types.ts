@@ -1,0 +1,34 @@
+/** What the pipeline needs: the app's shared context and one client request. */
+import type { RouterDeps } from '../deps.ts';
+import type { Instruments } from '../observability/instruments.ts';
+import type { RetrySettings } from '../resilience/backoff.ts';
+import type { StatusClasses } from '../resilience/classify.ts';
+import type { RetryBudget } from '../resilience/retry-budget.ts';
+import type { RequestInfo } from './request-info.ts';
+
+export interface PipelineContext {
+  deps: RouterDeps;
+  instruments: Instruments;
+  classes: StatusClasses;
+  retry: RetrySettings;
+  budget: RetryBudget;
+  timeoutMs: number;
+  /** Bearer sent to engines (--api-key); otherwise the client's Authorization passes through. */
+  apiKey?: string;
+}
+
+/** One client request, as the pipeline needs it. */
+export interface ProxyCall {
+  /** Metrics label (the route pattern). */
+  route: string;
+  method: string;
+  /** Path plus query string, forwarded unchanged. */
+  target: string;
+  /** Headers bound upstream (hop-by-hop already removed). */
+  headers: Record<string, string>;
+  /** The body: buffered (retryable) or streamed through (one attempt). */
+  body: Uint8Array | ReadableStream<Uint8Array> | null;
+  clientSignal: AbortSignal;
+  requestId: string;
+  info: RequestInfo;
+}
