@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startNodeRouter } from '../../src/adapters/node/server.ts';
 import { driveClock, FakeClock, seededRandom } from '../support/fake-clock.ts';
 import { engineRequests, type Running, startEngines, startStack, testConfig } from '../support/harness.ts';
-import { deadPort, staleConnectionServer } from '../support/net.ts';
+import { deadPort, endless503Server, staleConnectionServer } from '../support/net.ts';
 
 const chatBody = JSON.stringify({
   model: 'sim-model',
@@ -169,6 +169,24 @@ describe('retries over loopback with engines answering real statuses', () => {
     ]);
     expect(stack.router.fleet.listWorkers()[0]?.load).toBe(0);
     expect(stack.engines[0]!.engine.stats().running).toBe(0);
+  });
+
+  it('cancels a discarded streaming body so its connection is released', async () => {
+    const engine = await endless503Server();
+    const clock = new FakeClock();
+    const router = await startNodeRouter(testConfig([engine.url], { workers: { models: ['sim-model'] } }), {
+      clock,
+      logSink: () => {},
+    });
+    cleanups.push(async () => {
+      await router.close(0);
+      await engine.close();
+    });
+    const res = await driveClock(clock, post(router.url));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-router-attempts')).toBe('2');
+    await engine.firstClosed; // never resolves if the router keeps reading (or holding) the 503's body
+    expect(router.fleet.listWorkers()[0]?.load).toBe(0);
   });
 
   it('never retries once the first byte has been streamed', async () => {

@@ -58,3 +58,40 @@ export async function staleConnectionServer(): Promise<{
       }),
   };
 }
+
+/**
+ * An engine whose first answer is a 503 with a chunked body that never ends (so only a proxy that
+ * cancels the discarded body lets that connection go); every later request gets a 200 JSON answer.
+ * `firstClosed` resolves when the first request's connection is closed.
+ */
+export async function endless503Server(): Promise<{ url: string; firstClosed: Promise<void>; close(): Promise<void> }> {
+  const { createServer: createHttpServer } = await import('node:http');
+  let count = 0;
+  let resolveClosed: () => void = () => {};
+  const firstClosed = new Promise<void>((resolve) => {
+    resolveClosed = resolve;
+  });
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    if (count++ === 0) {
+      res.on('close', () => resolveClosed());
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.write('{"error":');
+      return;
+    }
+    const body = JSON.stringify({ object: 'chat.completion', choices: [] });
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    firstClosed,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
