@@ -68,7 +68,9 @@ describe('retries over loopback with engines answering real statuses', () => {
     const expected = [50, 75, 112.5].map((base) => base * (1 + 0.2 * (2 * draws() - 1)));
     const got = sleeps(clock);
     expect(got).toHaveLength(3);
-    got.forEach((ms, i) => expect(ms).toBeCloseTo(expected[i] as number, 6));
+    got.forEach((ms, i) => {
+      expect(ms).toBeCloseTo(expected[i] as number, 6);
+    });
     expect(engineRequests(stack.engines).map((e) => e.status)).toEqual([503, 503, 503, 200]);
     expect(await metric(stack.router.url, 'vllm_router_retries_total{route="/v1/chat/completions"}')).toBe(3);
     expect(stack.router.fleet.listWorkers()[0]?.load).toBe(0);

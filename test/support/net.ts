@@ -64,7 +64,11 @@ export async function staleConnectionServer(): Promise<{
  * cancels the discarded body lets that connection go); every later request gets a 200 JSON answer.
  * `firstClosed` resolves when the first request's connection is closed.
  */
-export async function endless503Server(): Promise<{ url: string; firstClosed: Promise<void>; close(): Promise<void> }> {
+export async function endless503Server(): Promise<{
+  url: string;
+  firstClosed: Promise<void>;
+  close(): Promise<void>;
+}> {
   const { createServer: createHttpServer } = await import('node:http');
   let count = 0;
   let resolveClosed: () => void = () => {};

@@ -45,7 +45,9 @@ describe('backoff schedule', () => {
     const sequence = [0, 1, 2, 3].map((n) => backoffDelayMs(defaults, n, random));
     const draws = seededRandom(3);
     const expected = [50, 75, 112.5, 168.75].map((base) => base * (1 + 0.2 * (2 * draws() - 1)));
-    sequence.forEach((d, i) => expect(d).toBeCloseTo(expected[i] as number, 9));
+    sequence.forEach((d, i) => {
+      expect(d).toBeCloseTo(expected[i] as number, 9);
+    });
     expect(new Set(sequence.map((d, i) => d / ([50, 75, 112.5, 168.75][i] as number))).size).toBe(4);
   });
 
