@@ -125,6 +125,7 @@ describe('failures between router and engine', () => {
     stack = await startStack({
       engines: 1,
       engineOptions: { failure: { mode: 'status', status: 503, body: 'engine-says-no', retryAfter: '2' } },
+      config: { retry: { disabled: true } },
     });
     const res = await fetch(`${stack.router.url}/v1/chat/completions`, {
       method: 'POST',

@@ -27,20 +27,31 @@ function splitUrl(url: string): { origin: string; path: string } {
 type UndiciBody = Dispatcher.ResponseData['body'];
 
 function pushStream(body: UndiciBody): ReadableStream<Uint8Array> {
+  let open = true;
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
         body.on('data', (chunk: Buffer) => {
+          if (!open) return;
           controller.enqueue(chunk);
           if ((controller.desiredSize ?? 1) <= 0) body.pause();
         });
-        body.on('end', () => controller.close());
-        body.on('error', (err) => controller.error(err));
+        body.on('end', () => {
+          if (!open) return;
+          open = false;
+          controller.close();
+        });
+        body.on('error', (err) => {
+          if (!open) return;
+          open = false;
+          controller.error(err);
+        });
       },
       pull() {
         if (body.isPaused()) body.resume();
       },
       cancel() {
+        open = false;
         body.destroy();
       },
     },
