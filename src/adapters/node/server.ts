@@ -60,8 +60,11 @@ function listen(server: NodeServer): Promise<AddressInfo> {
 function closeServer(server: NodeServer, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => server.closeAllConnections?.(), graceMs);
+    // Keep-alive connections become idle as their last response ends: close them as they do.
+    const sweep = setInterval(() => server.closeIdleConnections?.(), 100);
     server.close(() => {
       clearTimeout(timer);
+      clearInterval(sweep);
       resolve();
     });
     server.closeIdleConnections?.();
