@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { Fleet, type FleetOptions } from '../../src/core/fleet/fleet.ts';
 import type { RouteResult, WorkerSpec } from '../../src/core/fleet/fleet-api.ts';
-import { FakeClock, seededRandom } from '../support/fake-clock.ts';
+import { FakeClock } from '../support/fake-clock.ts';
+import { testPolicyContext } from '../support/policy-context.ts';
 
 function makeFleet(workers: WorkerSpec[], overrides: Partial<FleetOptions> = {}) {
   const clock = new FakeClock();
   const fleet = new Fleet({
     policies: { regular: 'round_robin', prefill: 'round_robin', decode: 'round_robin' },
-    policyContext: { clock, random: seededRandom(1) },
+    policyContext: { ...testPolicyContext({ clock, seed: 1 }) },
     clock,
     leaseTtlMs: 60_000,
     workers,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PolicyWorker } from '../../src/core/policies/policy.ts';
 import { createPolicy, registeredPolicies } from '../../src/core/policies/registry.ts';
-import { FakeClock, seededRandom } from '../support/fake-clock.ts';
+import { testPolicyContext } from '../support/policy-context.ts';
 
 const workers = (n: number): PolicyWorker[] =>
   Array.from({ length: n }, (_, i) => ({
@@ -11,7 +11,7 @@ const workers = (n: number): PolicyWorker[] =>
     processed: 0,
   }));
 
-const ctx = () => ({ clock: new FakeClock(), random: seededRandom(42) });
+const ctx = () => testPolicyContext();
 
 describe('policy contract (every registered policy)', () => {
   for (const name of registeredPolicies()) {

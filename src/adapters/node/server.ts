@@ -85,7 +85,7 @@ export async function startNodeRouter(
   const upstream = options.upstream ?? (ownedUpstream as Upstream);
   const logger = createLogger({ ...config.log, sink: options.logSink ?? batchedStdoutSink() });
   const metrics = new MetricsRegistry();
-  const fleet = createFleetFromConfig(config, { clock, random });
+  const fleet = createFleetFromConfig(config, { clock, random, metrics });
 
   if (options.discoverModels ?? true) {
     await discoverModels(fleet, upstream, {

@@ -39,10 +39,12 @@ export interface RouteInput {
   role?: WorkerRole;
   /** Worker ids this request must not use (transport failures on earlier attempts). */
   exclude?: readonly string[];
-  /** Text used by content-aware policies (prompt / messages). */
+  /** Text used by content-aware policies (prompt / messages), when a policy needs it. */
   text?: string;
-  /** Session or routing key, for hashing and sticky policies. */
-  key?: string;
+  /** Key for the hashing policies: session/user/tenant/correlation/request/trace headers, then body fields. */
+  routingKey?: string;
+  /** Stable session id for the sticky policies: session/user/tenant/correlation headers, then body fields. */
+  sessionId?: string;
 }
 
 /** The worker a request was routed to, with what the proxy needs to reach it. */
@@ -84,6 +86,8 @@ export interface FleetApi {
   setWorkerModels(id: string, models: string[]): MaybePromise<void>;
   /** Records a health verdict for a worker. */
   setWorkerHealth(id: string, healthy: boolean): MaybePromise<void>;
+  /** Forgets a sticky session in every pool (idempotent). */
+  finishSession(sessionId: string): MaybePromise<void>;
   /** Union of the served models (OpenAI list order: first seen first). */
   models(): MaybePromise<string[]>;
   snapshot(): MaybePromise<FleetSnapshot>;

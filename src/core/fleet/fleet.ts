@@ -21,7 +21,8 @@ import { createWorkerRecord, servesModel, type WorkerRecord, workerInfo } from '
 export interface FleetOptions {
   /** Policy name for each role's pools. */
   policies: Record<WorkerRole, string>;
-  policyContext: PolicyContext;
+  /** Shared by every pool's policy instance (each gets its own `pool` label). */
+  policyContext: Omit<PolicyContext, 'pool'>;
   clock: Clock;
   /** How long a lease may live before it is reclaimed (the request timeout). */
   leaseTtlMs: number;
@@ -50,7 +51,9 @@ export class Fleet implements FleetApi {
 
   constructor(private readonly options: FleetOptions) {
     // Fail at startup, not on the first request, when a policy is unavailable.
-    for (const name of new Set(Object.values(options.policies))) createPolicy(name, options.policyContext);
+    for (const name of new Set(Object.values(options.policies))) {
+      createPolicy(name, { ...options.policyContext, pool: 'startup-check' });
+    }
     for (const spec of options.workers ?? []) this.addWorker(spec);
   }
 
@@ -134,6 +137,10 @@ export class Fleet implements FleetApi {
     if (w) w.healthy = healthy;
   }
 
+  finishSession(sessionId: string): void {
+    for (const pool of this.pools.values()) pool.policy.finishSession?.(sessionId);
+  }
+
   models(): string[] {
     return [...this.knownModels];
   }
@@ -166,7 +173,10 @@ export class Fleet implements FleetApi {
     const key = `${role}\u0001${name}`;
     let pool = this.pools.get(key);
     if (!pool) {
-      const policy = createPolicy(this.options.policies[role], this.options.policyContext);
+      const policy = createPolicy(this.options.policies[role], {
+        ...this.options.policyContext,
+        pool: `${role}:${name === '' ? '*' : name}`,
+      });
       pool = { key, role, model: name, policy, members: [], version: -1 };
       this.pools.set(key, pool);
     }

@@ -1,6 +1,7 @@
 /** Builds the in-memory fleet a configuration describes. */
 import type { RouterConfig } from '../config/schema.ts';
 import type { Clock, Random } from '../deps.ts';
+import type { MetricsRegistry } from '../observability/metrics.ts';
 import { Fleet } from './fleet.ts';
 import type { WorkerSpec } from './fleet-api.ts';
 
@@ -13,7 +14,10 @@ export function workerSpecsFromConfig(config: RouterConfig): WorkerSpec[] {
   });
 }
 
-export function createFleetFromConfig(config: RouterConfig, deps: { clock: Clock; random: Random }): Fleet {
+export function createFleetFromConfig(
+  config: RouterConfig,
+  deps: { clock: Clock; random: Random; metrics: MetricsRegistry },
+): Fleet {
   const policy = config.policy;
   return new Fleet({
     policies: {
@@ -21,7 +25,13 @@ export function createFleetFromConfig(config: RouterConfig, deps: { clock: Clock
       prefill: policy.prefill ?? policy.name,
       decode: policy.decode ?? policy.name,
     },
-    policyContext: { clock: deps.clock, random: deps.random },
+    policyContext: {
+      clock: deps.clock,
+      random: deps.random,
+      settings: config.policy,
+      sll: config.sll,
+      metrics: deps.metrics,
+    },
     clock: deps.clock,
     leaseTtlMs: config.server.requestTimeoutSecs * 1000,
     workers: workerSpecsFromConfig(config),

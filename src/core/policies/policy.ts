@@ -2,8 +2,10 @@
  * The policy interface. A policy instance belongs to one pool (one model, one role) and only
  * chooses among the eligible candidates it is given; the fleet owns leases and load.
  */
+import type { RouterConfig } from '../config/schema.ts';
 import type { Clock, Random } from '../deps.ts';
 import type { AttemptOutcome, RouteInput } from '../fleet/fleet-api.ts';
+import type { MetricsRegistry } from '../observability/metrics.ts';
 
 /** What a policy may read about a worker. */
 export interface PolicyWorker {
@@ -17,16 +19,33 @@ export interface PolicyWorker {
 
 export interface Policy {
   readonly name: string;
-  /** True when the policy reads the routing text or keys, so the request body must be parsed for them. */
-  readonly needsRequestText: boolean;
   /** Picks one of `candidates` (never empty, all eligible and not excluded), or undefined to refuse. */
   select(candidates: readonly PolicyWorker[], input: RouteInput): PolicyWorker | undefined;
+  /** A request routed by this policy ended (its lease was released). */
   onSettle?(worker: PolicyWorker, outcome: AttemptOutcome): void;
+  /** A worker left the pool for good (removed); unhealthy workers simply stop being candidates. */
   onWorkerRemoved?(workerId: string): void;
+  /** `POST /finish_session`: forget this session (idempotent). */
+  finishSession?(sessionId: string): void;
   reset?(): void;
+}
+
+/** What a policy reads from the request, so the router parses only what the configured policies need. */
+export interface PolicyNeeds {
+  text: boolean;
+  routingKey: boolean;
+  sessionId: boolean;
 }
 
 export interface PolicyContext {
   clock: Clock;
   random: Random;
+  /** --cache-threshold, --balance-*, --eviction-interval, --max-tree-size, --session-key. */
+  settings: Readonly<RouterConfig['policy']>;
+  /** The VLLM_ROUTER_SLL_* settings. */
+  sll: Readonly<RouterConfig['sll']>;
+  /** Registry for the policy's metrics (registering the same name twice returns the same family). */
+  metrics: MetricsRegistry;
+  /** The pool this instance serves, for metric labels (`<role>:<model>`). */
+  pool: string;
 }

@@ -4,7 +4,6 @@ import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
 export function createRandom(ctx: PolicyContext): Policy {
   return {
     name: 'random',
-    needsRequestText: false,
     select(candidates: readonly PolicyWorker[]) {
       return candidates[Math.floor(ctx.random() * candidates.length)];
     },

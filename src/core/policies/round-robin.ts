@@ -5,7 +5,6 @@ export function createRoundRobin(): Policy {
   let cursor = 0;
   return {
     name: 'round_robin',
-    needsRequestText: false,
     select(candidates: readonly PolicyWorker[]) {
       const picked = candidates[cursor % candidates.length];
       cursor = (cursor + 1) % 0x40000000;
