@@ -6,15 +6,13 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
-import { createRouterApp } from '../../core/app.ts';
 import type { RouterConfig } from '../../core/config/schema.ts';
-import { type Clock, type Random, systemClock, systemRandom, type Upstream } from '../../core/deps.ts';
-import { discoverModels } from '../../core/fleet/discovery.ts';
+import type { Clock, Random, Upstream } from '../../core/deps.ts';
 import type { Fleet } from '../../core/fleet/fleet.ts';
-import { createFleetFromConfig } from '../../core/fleet/from-config.ts';
 import { metricsResponse } from '../../core/http/routes.ts';
-import { createLogger, type Logger, type LogSink } from '../../core/observability/logger.ts';
-import { MetricsRegistry } from '../../core/observability/metrics.ts';
+import type { Logger, LogSink } from '../../core/observability/logger.ts';
+import type { MetricsRegistry } from '../../core/observability/metrics.ts';
+import { createRouter } from '../../core/router.ts';
 import { batchedStdoutSink } from './log-sink.ts';
 import { createUndiciUpstream } from './upstream.ts';
 
@@ -79,23 +77,17 @@ export async function startNodeRouter(
   config: RouterConfig,
   options: NodeRouterOptions = {},
 ): Promise<NodeRouter> {
-  const clock = options.clock ?? systemClock;
-  const random = options.random ?? systemRandom;
   const ownedUpstream = options.upstream ? undefined : createUndiciUpstream();
   const upstream = options.upstream ?? (ownedUpstream as Upstream);
-  const logger = createLogger({ ...config.log, sink: options.logSink ?? batchedStdoutSink() });
-  const metrics = new MetricsRegistry();
-  const fleet = createFleetFromConfig(config, { clock, random, metrics });
+  const router = createRouter(config, {
+    upstream,
+    logSink: options.logSink ?? batchedStdoutSink(),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.random ? { random: options.random } : {}),
+  });
+  const { app, fleet, logger, metrics } = router;
+  if (options.discoverModels ?? true) await router.discover();
 
-  if (options.discoverModels ?? true) {
-    await discoverModels(fleet, upstream, {
-      clock,
-      timeoutMs: config.health.timeoutSecs * 1000,
-      ...(config.workers.apiKey === undefined ? {} : { apiKey: config.workers.apiKey }),
-    });
-  }
-
-  const app = createRouterApp(config, { clock, random, upstream, fleet, logger, metrics });
   const server = serve({
     fetch: app.fetch,
     hostname: config.server.host,
