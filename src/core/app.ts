@@ -4,6 +4,9 @@ import { cors } from 'hono/cors';
 import type { RouterConfig } from './config/schema.ts';
 import type { RouterDeps } from './deps.ts';
 import { errorResponse, RouterError } from './errors.ts';
+import { discoverModels } from './fleet/discovery.ts';
+import { runHealthTick } from './fleet/health-check.ts';
+import { registerAdminRoutes } from './http/admin.ts';
 import { registerInferenceRoutes } from './http/inference.ts';
 import { registerPublicRoutes } from './http/routes.ts';
 import { createInstruments, registerFleetCollector } from './observability/instruments.ts';
@@ -36,6 +39,18 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps): Hono {
   };
 
   registerPublicRoutes(app, deps.fleet, deps.metrics, deps.clock.now());
+  const tickDeps = { fleet: deps.fleet, upstream: deps.upstream, clock: deps.clock, config };
+  registerAdminRoutes(app, {
+    ...tickDeps,
+    probe: async (urls) => {
+      if (!config.health.disabled) await runHealthTick(tickDeps, urls);
+      else
+        await discoverModels(deps.fleet, deps.upstream, {
+          clock: deps.clock,
+          timeoutMs: config.health.timeoutSecs * 1000,
+        });
+    },
+  });
   registerInferenceRoutes(app, config, pipeline);
 
   app.notFound((c) =>

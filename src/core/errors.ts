@@ -6,9 +6,12 @@ export type RouterErrorCode =
   | 'payload_too_large'
   | 'model_not_found'
   | 'no_available_workers'
+  | 'session_required'
   | 'upstream_unreachable'
   | 'upstream_timeout'
   | 'not_found'
+  | 'worker_not_found'
+  | 'worker_exists'
   | 'internal_error';
 
 const ERROR_TYPES: Record<RouterErrorCode, { status: number; type: string }> = {
@@ -17,7 +20,11 @@ const ERROR_TYPES: Record<RouterErrorCode, { status: number; type: string }> = {
   payload_too_large: { status: 413, type: 'invalid_request_error' },
   model_not_found: { status: 404, type: 'invalid_request_error' },
   not_found: { status: 404, type: 'invalid_request_error' },
+  worker_not_found: { status: 404, type: 'invalid_request_error' },
+  worker_exists: { status: 409, type: 'invalid_request_error' },
   no_available_workers: { status: 503, type: 'service_unavailable_error' },
+  /** The configured policy routes by session (least_loaded) and the request carries no session id. */
+  session_required: { status: 503, type: 'service_unavailable_error' },
   upstream_unreachable: { status: 502, type: 'upstream_error' },
   upstream_timeout: { status: 504, type: 'upstream_error' },
   internal_error: { status: 500, type: 'internal_error' },

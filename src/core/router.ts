@@ -10,6 +10,7 @@ import { type Clock, type Random, systemClock, systemRandom, type Upstream } fro
 import { discoverModels } from './fleet/discovery.ts';
 import type { Fleet } from './fleet/fleet.ts';
 import { createFleetFromConfig } from './fleet/from-config.ts';
+import { runHealthTick, waitForHealthyWorker } from './fleet/health-check.ts';
 import { createLogger, type Logger, type LogSink } from './observability/logger.ts';
 import { MetricsRegistry } from './observability/metrics.ts';
 
@@ -26,8 +27,14 @@ export interface Router {
   logger: Logger;
   metrics: MetricsRegistry;
   clock: Clock;
-  /** Reads each worker's models (`/v1/models`) before traffic is served. */
-  discover(): Promise<void>;
+  /**
+   * Before traffic: with health checks on, probe until a worker is healthy (up to
+   * --worker-startup-timeout-secs; `sleep` waits between rounds); with them off, read each
+   * worker's models once.
+   */
+  start(sleep: (ms: number) => Promise<void>): Promise<void>;
+  /** One health tick (the adapter runs it every --health-check-interval-secs). */
+  healthTick(): Promise<void>;
 }
 
 export function createRouter(config: RouterConfig, host: RouterHost): Router {
@@ -35,19 +42,34 @@ export function createRouter(config: RouterConfig, host: RouterHost): Router {
   const random = host.random ?? systemRandom;
   const logger = createLogger({ ...config.log, sink: host.logSink, now: () => clock.now() });
   const metrics = new MetricsRegistry();
-  const fleet = createFleetFromConfig(config, { clock, random, metrics });
+  const fleet = createFleetFromConfig(config, {
+    clock,
+    random,
+    metrics,
+    onEvent: (message, fields) => logger.warn(message, fields),
+  });
+  const tickDeps = { fleet, upstream: host.upstream, clock, config };
   const app = createRouterApp(config, { clock, random, upstream: host.upstream, fleet, logger, metrics });
+
   return {
     app,
     fleet,
     logger,
     metrics,
     clock,
-    discover: () =>
-      discoverModels(fleet, host.upstream, {
+    async start(sleep) {
+      if (!config.health.disabled) {
+        await waitForHealthyWorker({ ...tickDeps, logger, sleep });
+        return;
+      }
+      await discoverModels(fleet, host.upstream, {
         clock,
         timeoutMs: config.health.timeoutSecs * 1000,
         ...(config.workers.apiKey === undefined ? {} : { apiKey: config.workers.apiKey }),
-      }),
+      });
+    },
+    async healthTick() {
+      if (!config.health.disabled) await runHealthTick(tickDeps);
+    },
   };
 }

@@ -80,7 +80,10 @@ describe('retries over loopback with engines answering real statuses', () => {
     const [engine] = await startEngines(1);
     const dead = `http://127.0.0.1:${await deadPort()}`;
     const clock = new FakeClock();
-    const router = await startNodeRouter(testConfig([dead, engine!.url]), { clock, logSink: () => {} });
+    const router = await startNodeRouter(testConfig([dead, engine!.url], { health: { disabled: true } }), {
+      clock,
+      logSink: () => {},
+    });
     cleanups.push(async () => {
       await router.close(0);
       await engine!.close();
@@ -97,10 +100,13 @@ describe('retries over loopback with engines answering real statuses', () => {
     const deadA = `http://127.0.0.1:${await deadPort()}`;
     const deadB = `http://127.0.0.1:${await deadPort()}`;
     const clock = new FakeClock();
-    const router = await startNodeRouter(testConfig([deadA, deadB], { retry: { maxRetries: 5 } }), {
-      clock,
-      logSink: () => {},
-    });
+    const router = await startNodeRouter(
+      testConfig([deadA, deadB], { retry: { maxRetries: 5 }, health: { disabled: true } }),
+      {
+        clock,
+        logSink: () => {},
+      },
+    );
     cleanups.push(() => router.close(0));
     clock.requested.length = 0;
     const res = await driveClock(clock, post(router.url));
@@ -176,10 +182,13 @@ describe('retries over loopback with engines answering real statuses', () => {
   it('cancels a discarded streaming body so its connection is released', async () => {
     const engine = await endless503Server();
     const clock = new FakeClock();
-    const router = await startNodeRouter(testConfig([engine.url], { workers: { models: ['sim-model'] } }), {
-      clock,
-      logSink: () => {},
-    });
+    const router = await startNodeRouter(
+      testConfig([engine.url], { workers: { models: ['sim-model'] }, health: { disabled: true } }),
+      {
+        clock,
+        logSink: () => {},
+      },
+    );
     cleanups.push(async () => {
       await router.close(0);
       await engine.close();
@@ -231,7 +240,7 @@ describe('retries over loopback with engines answering real statuses', () => {
     const { stack, clock } = await start({
       engines: 1,
       engineOptions: { failure: { mode: 'status', status: 503 } },
-      config: { retry: { budgetRatio: 0.2, budgetMinPerSec: 1 } },
+      config: { retry: { budgetRatio: 0.2, budgetMinPerSec: 1 }, circuitBreaker: { disabled: true } },
     });
     for (let i = 0; i < 50; i++) {
       const res = await driveClock(clock, post(stack.router.url));
@@ -245,7 +254,11 @@ describe('retries over loopback with engines answering real statuses', () => {
   it('resends once, at once and for free, when a pooled connection turns out to be closed', async () => {
     const stale = await staleConnectionServer();
     const router = await startNodeRouter(
-      testConfig([stale.url], { workers: { models: ['sim-model'] }, retry: { disabled: true } }),
+      testConfig([stale.url], {
+        workers: { models: ['sim-model'] },
+        retry: { disabled: true },
+        health: { disabled: true },
+      }),
       { logSink: () => {} },
     );
     cleanups.push(async () => {

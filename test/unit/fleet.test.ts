@@ -141,7 +141,7 @@ describe('Fleet eligibility', () => {
 
   it('fails at construction when a policy is not available, naming it', () => {
     expect(() =>
-      makeFleet([{ url: A }], { policies: { regular: 'cache_aware', prefill: 'random', decode: 'random' } }),
-    ).toThrow(/policy cache_aware is not available/);
+      makeFleet([{ url: A }], { policies: { regular: 'no_such_policy', prefill: 'random', decode: 'random' } }),
+    ).toThrow(/policy no_such_policy is not available/);
   });
 });

@@ -23,8 +23,10 @@ export interface NodeRouterOptions {
   logSink?: LogSink;
   /** Serve /metrics on --prometheus-host:--prometheus-port too (default true). */
   metricsListener?: boolean;
-  /** Read each worker's /v1/models before serving (default true). */
-  discoverModels?: boolean;
+  /** Before serving, wait for a healthy worker (health checks on) or read models (off). Default true. */
+  startup?: boolean;
+  /** Run the health tick every --health-check-interval-secs (default true; tests call `healthTick`). */
+  healthLoop?: boolean;
 }
 
 export interface NodeRouter {
@@ -35,6 +37,8 @@ export interface NodeRouter {
   fleet: Fleet;
   logger: Logger;
   metrics: MetricsRegistry;
+  /** Runs one health tick now. */
+  healthTick(): Promise<void>;
   /** Stops accepting, waits up to `graceMs` for in-flight requests, then closes everything. */
   close(graceMs?: number): Promise<void>;
 }
@@ -86,7 +90,15 @@ export async function startNodeRouter(
     ...(options.random ? { random: options.random } : {}),
   });
   const { app, fleet, logger, metrics } = router;
-  if (options.discoverModels ?? true) await router.discover();
+  const sleep = (ms: number) => new Promise<void>((resolve) => router.clock.setTimeout(resolve, ms));
+  if (options.startup ?? true) await router.start(sleep);
+  let healthTimer: ReturnType<typeof setInterval> | undefined;
+  if ((options.healthLoop ?? true) && !config.health.disabled) {
+    healthTimer = setInterval(() => {
+      router.healthTick().catch((err: unknown) => logger.error('health tick failed', { error: err }));
+    }, config.health.intervalSecs * 1000);
+    healthTimer.unref();
+  }
 
   const server = serve({
     fetch: app.fetch,
@@ -116,8 +128,10 @@ export async function startNodeRouter(
     fleet,
     logger,
     metrics,
+    healthTick: () => router.healthTick(),
     close(graceMs = config.server.shutdownGraceSecs * 1000) {
       closing ??= (async () => {
+        if (healthTimer) clearInterval(healthTimer);
         await Promise.all([
           closeServer(server, graceMs),
           metricsServer ? closeServer(metricsServer, 0) : Promise.resolve(),

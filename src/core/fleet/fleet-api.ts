@@ -5,12 +5,25 @@
  * (in memory) or with a promise (RPC); callers always `await`.
  */
 
+import type { RouterConfig } from '../config/schema.ts';
+
 export type MaybePromise<T> = T | Promise<T>;
+
+/** Adding a worker whose id is already registered. */
+export class WorkerConflictError extends Error {}
 
 export type WorkerRole = 'regular' | 'prefill' | 'decode';
 
+/** Per-worker settings that override the global ones (admin API). */
+export interface WorkerOverrides {
+  /** Higher first: traffic goes to the highest-priority tier that has an available worker. */
+  priority?: number;
+  circuitBreaker?: Partial<RouterConfig['circuitBreaker']>;
+  retry?: Partial<RouterConfig['retry']>;
+}
+
 /** What an operator (flags, admin API) says about a worker. */
-export interface WorkerSpec {
+export interface WorkerSpec extends WorkerOverrides {
   url: string;
   role?: WorkerRole;
   /** Models served; omitted or empty = not known yet (learned from `/v1/models`; serves any model until then). */
@@ -19,8 +32,25 @@ export interface WorkerSpec {
   bootstrapPort?: number | null;
 }
 
+/** A change to a worker's models or overrides (PUT /workers/{id}); `null` clears an override. */
+export interface WorkerPatch {
+  models?: string[] | null;
+  priority?: number | null;
+  circuitBreaker?: Partial<RouterConfig['circuitBreaker']> | null;
+  retry?: Partial<RouterConfig['retry']> | null;
+}
+
+/** One health probe's result for a base URL (every DP rank behind it shares it). */
+export interface ProbeReport {
+  url: string;
+  ok: boolean;
+  error?: string;
+  /** Models the engine listed, when they were read. */
+  models?: string[];
+}
+
 /** A worker as the fleet reports it. */
-export interface WorkerInfo {
+export interface WorkerInfo extends WorkerOverrides {
   id: string;
   url: string;
   role: WorkerRole;
@@ -29,6 +59,8 @@ export interface WorkerInfo {
   bootstrapPort?: number | null;
   healthy: boolean;
   draining: boolean;
+  /** Circuit breaker state. */
+  circuit: 'closed' | 'open' | 'half_open';
   load: number;
   processed: number;
 }
@@ -52,6 +84,8 @@ export interface RoutedWorker {
   id: string;
   url: string;
   dpRank?: number;
+  /** The worker's retry overrides, applied to failures on it. */
+  retry?: Partial<RouterConfig['retry']>;
 }
 
 export type RouteResult =
@@ -79,13 +113,17 @@ export interface FleetApi {
   /** Releases a lease and records the outcome. Settling twice is a no-op that returns false. */
   settle(lease: number, outcome: AttemptOutcome): MaybePromise<boolean>;
   listWorkers(): MaybePromise<WorkerInfo[]>;
+  getWorker(id: string): MaybePromise<WorkerInfo | undefined>;
+  /** Adds a worker; throws WorkerConflictError when its id exists. */
   addWorker(spec: WorkerSpec): MaybePromise<WorkerInfo>;
+  /** Changes a worker's models or overrides; undefined when unknown. */
+  updateWorker(id: string, patch: WorkerPatch): MaybePromise<WorkerInfo | undefined>;
+  /** Records health probe results (by base URL) and the models the engines listed. */
+  recordProbes(reports: ProbeReport[]): MaybePromise<void>;
   /** Removes a worker; with requests in flight it drains first. Returns false if unknown. */
   removeWorker(id: string): MaybePromise<boolean>;
   /** Sets the models a worker serves (from its `/v1/models`). */
   setWorkerModels(id: string, models: string[]): MaybePromise<void>;
-  /** Records a health verdict for a worker. */
-  setWorkerHealth(id: string, healthy: boolean): MaybePromise<void>;
   /** Forgets a sticky session in every pool (idempotent). */
   finishSession(sessionId: string): MaybePromise<void>;
   /** Union of the served models (OpenAI list order: first seen first). */

@@ -1,20 +1,35 @@
 /**
- * The in-memory fleet: worker registry, one policy instance per (role, model) pool, and load
- * leases. Node and Deno use it directly; the Workers adapter runs it inside a Durable Object.
+ * The in-memory fleet: worker registry with health and breaker state, one policy instance per
+ * (role, model) pool, and load leases. Node and Deno use it directly; the Workers adapter runs it
+ * inside a Durable Object.
  */
 import type { Clock } from '../deps.ts';
+import type { MetricsRegistry } from '../observability/metrics.ts';
 import type { Policy, PolicyContext } from '../policies/policy.ts';
 import { createPolicy } from '../policies/registry.ts';
-import type {
-  AttemptOutcome,
-  FleetApi,
-  FleetSnapshot,
-  RouteInput,
-  RouteResult,
-  WorkerInfo,
-  WorkerRole,
-  WorkerSpec,
+import {
+  type BreakerSettings,
+  type BreakerTransition,
+  breakerGate,
+  breakerRecord,
+} from '../resilience/circuit-breaker.ts';
+import { availableCandidates, breakerSettingsFor } from './availability.ts';
+import {
+  type AttemptOutcome,
+  type FleetApi,
+  type FleetSnapshot,
+  type ProbeReport,
+  type RoutedWorker,
+  type RouteInput,
+  type RouteResult,
+  WorkerConflictError,
+  type WorkerInfo,
+  type WorkerPatch,
+  type WorkerRole,
+  type WorkerSpec,
 } from './fleet-api.ts';
+import { createFleetMetrics, type FleetMetrics } from './fleet-metrics.ts';
+import { type HealthSettings, recordProbe } from './health-state.ts';
 import { LeaseTable } from './leases.ts';
 import { createWorkerRecord, servesModel, type WorkerRecord, workerInfo } from './workers.ts';
 
@@ -27,15 +42,27 @@ export interface FleetOptions {
   /** How long a lease may live before it is reclaimed (the request timeout). */
   leaseTtlMs: number;
   workers?: readonly WorkerSpec[];
+  breaker?: BreakerSettings;
+  /** Active health checks: new workers wait for their first good probe. */
+  health?: HealthSettings & { probing: boolean };
+  metrics?: MetricsRegistry;
+  /** Told about health and breaker changes (for the log). */
+  onEvent?: (message: string, fields: Record<string, unknown>) => void;
 }
+
+const NO_BREAKER: BreakerSettings = {
+  failureThreshold: 1,
+  successThreshold: 1,
+  timeoutDurationSecs: 1,
+  windowDurationSecs: 1,
+  disabled: true,
+};
 
 /** Requests for a model no known worker lists go to the wildcard pool (workers whose models are unknown). */
 const WILDCARD = '*';
 
 interface Pool {
   readonly key: string;
-  readonly role: WorkerRole;
-  readonly model: string;
   readonly policy: Policy;
   members: WorkerRecord[];
   version: number;
@@ -45,11 +72,17 @@ export class Fleet implements FleetApi {
   private readonly workers = new Map<string, WorkerRecord>();
   private readonly pools = new Map<string, Pool>();
   private readonly leases = new LeaseTable();
+  private readonly breaker: BreakerSettings;
+  private readonly probing: boolean;
+  private readonly fleetMetrics: FleetMetrics;
   private knownModels: string[] = [];
   private hasUnknownModels = false;
   private version = 0;
 
   constructor(private readonly options: FleetOptions) {
+    this.breaker = options.breaker ?? NO_BREAKER;
+    this.probing = options.health?.probing ?? false;
+    this.fleetMetrics = createFleetMetrics(options.metrics);
     // Fail at startup, not on the first request, when a policy is unavailable.
     for (const name of new Set(Object.values(options.policies))) {
       createPolicy(name, { ...options.policyContext, pool: 'startup-check' });
@@ -58,32 +91,41 @@ export class Fleet implements FleetApi {
   }
 
   route(input: RouteInput): RouteResult {
-    const role = input.role ?? 'regular';
     const model = input.model;
     if (model !== undefined && !this.hasUnknownModels && !this.knownModels.includes(model)) {
       return this.workers.size === 0
         ? { ok: false, code: 'no_available_workers', models: [] }
         : { ok: false, code: 'model_not_found', models: [...this.knownModels] };
     }
+    const role = input.role ?? 'regular';
     const pool = this.pool(role, model === undefined || this.knownModels.includes(model) ? model : WILDCARD);
-    const candidates = eligible(pool.members, input.exclude);
+    const now = this.options.clock.now();
+    const candidates = availableCandidates(pool.members, input.exclude, now, this.breaker);
     const picked = candidates.length === 0 ? undefined : pool.policy.select(candidates, input);
-    if (!picked) return { ok: false, code: 'no_available_workers', models: [...this.knownModels] };
-    const worker = this.workers.get(picked.id);
+    const worker = picked === undefined ? undefined : this.workers.get(picked.id);
     if (!worker) return { ok: false, code: 'no_available_workers', models: [...this.knownModels] };
-    const lease = this.leases.take(worker, pool.key, this.options.clock.now() + this.options.leaseTtlMs);
-    const routed =
-      worker.dpRank === undefined
-        ? { id: worker.id, url: worker.url }
-        : { id: worker.id, url: worker.url, dpRank: worker.dpRank };
+    const gate = breakerGate(worker.breaker, breakerSettingsFor(worker, this.breaker), now);
+    worker.breaker = gate.state;
+    if (gate.transition) this.transitioned(worker, gate.transition);
+    if (!gate.allow) return { ok: false, code: 'no_available_workers', models: [...this.knownModels] };
+    const lease = this.leases.take(worker, pool.key, now + this.options.leaseTtlMs, gate);
+    const routed: RoutedWorker = { id: worker.id, url: worker.url };
+    if (worker.dpRank !== undefined) routed.dpRank = worker.dpRank;
+    if (worker.retry !== undefined) routed.retry = worker.retry;
     return { ok: true, worker: routed, lease };
   }
 
   settle(lease: number, outcome: AttemptOutcome): boolean {
     const released = this.leases.release(lease);
     if (!released) return false;
-    this.pools.get(released.poolKey)?.policy.onSettle?.(released.worker, outcome);
     const w = released.worker;
+    this.pools.get(released.poolKey)?.policy.onSettle?.(w, outcome);
+    const settings = breakerSettingsFor(w, this.breaker);
+    const now = this.options.clock.now();
+    const r = breakerRecord(w.breaker, settings, outcome.kind, now, released.probe, released.generation);
+    w.breaker = r.state;
+    if (!settings.disabled) this.fleetMetrics.outcome(w.id, outcome.kind);
+    if (r.transition) this.transitioned(w, r.transition);
     if (w.draining && w.load === 0 && this.workers.get(w.id) === w) this.forget(w);
     return true;
   }
@@ -91,8 +133,18 @@ export class Fleet implements FleetApi {
   /** Reclaims leases past their expiry (callers that never settled). Returns how many. */
   expireLeases(): number {
     const expired = this.leases.expire(this.options.clock.now());
-    for (const { worker } of expired) {
-      if (worker.draining && worker.load === 0 && this.workers.get(worker.id) === worker) this.forget(worker);
+    for (const lease of expired) {
+      const w = lease.worker;
+      const settings = breakerSettingsFor(w, this.breaker);
+      w.breaker = breakerRecord(
+        w.breaker,
+        settings,
+        'aborted',
+        this.options.clock.now(),
+        lease.probe,
+        lease.generation,
+      ).state;
+      if (w.draining && w.load === 0 && this.workers.get(w.id) === w) this.forget(w);
     }
     return expired.length;
   }
@@ -105,12 +157,40 @@ export class Fleet implements FleetApi {
     return [...this.workers.values()].map(workerInfo);
   }
 
+  getWorker(id: string): WorkerInfo | undefined {
+    const w = this.workers.get(id);
+    return w ? workerInfo(w) : undefined;
+  }
+
   addWorker(spec: WorkerSpec): WorkerInfo {
-    const record = createWorkerRecord(spec);
-    if (this.workers.has(record.id)) throw new Error(`worker ${record.id} already exists`);
+    const record = createWorkerRecord(spec, { probing: this.probing });
+    if (this.workers.has(record.id)) throw new WorkerConflictError(`worker ${record.id} already exists`);
     this.workers.set(record.id, record);
     this.changed();
     return workerInfo(record);
+  }
+
+  updateWorker(id: string, patch: WorkerPatch): WorkerInfo | undefined {
+    const w = this.workers.get(id);
+    if (!w) return undefined;
+    if (patch.models !== undefined) {
+      w.models = patch.models && patch.models.length > 0 ? [...patch.models] : null;
+      w.modelsStatic = w.models !== null;
+      this.changed();
+    }
+    if (patch.priority !== undefined) {
+      if (patch.priority === null) delete w.priority;
+      else w.priority = patch.priority;
+    }
+    if (patch.circuitBreaker !== undefined) {
+      if (patch.circuitBreaker === null) delete w.circuitBreaker;
+      else w.circuitBreaker = { ...w.circuitBreaker, ...patch.circuitBreaker };
+    }
+    if (patch.retry !== undefined) {
+      if (patch.retry === null) delete w.retry;
+      else w.retry = { ...w.retry, ...patch.retry };
+    }
+    return workerInfo(w);
   }
 
   removeWorker(id: string): boolean {
@@ -125,16 +205,46 @@ export class Fleet implements FleetApi {
     return true;
   }
 
+  recordProbes(reports: ProbeReport[]): void {
+    const settings = this.options.health ?? { failureThreshold: 1, successThreshold: 1 };
+    const now = this.options.clock.now();
+    const byUrl = new Map(reports.map((r) => [r.url, r]));
+    let modelsChanged = false;
+    for (const w of this.workers.values()) {
+      const report = byUrl.get(w.url);
+      if (!report) continue;
+      const r = recordProbe(w.health, settings, report.ok, now, report.error);
+      w.health = r.state;
+      if (r.changed) {
+        this.options.onEvent?.(r.state.healthy ? 'worker healthy' : 'worker unhealthy', {
+          worker: w.id,
+          ...(report.error ? { error: report.error } : {}),
+        });
+      }
+      if (
+        report.models &&
+        report.models.length > 0 &&
+        !w.modelsStatic &&
+        !sameList(w.models, report.models)
+      ) {
+        w.models = [...report.models];
+        modelsChanged = true;
+      }
+    }
+    if (modelsChanged) this.changed();
+  }
+
+  /** Sets a worker's health directly (tests, and adapters without active probing). */
+  setWorkerHealth(id: string, healthy: boolean): void {
+    const w = this.workers.get(id);
+    if (w) w.health = { ...w.health, healthy, everHealthy: w.health.everHealthy || healthy };
+  }
+
   setWorkerModels(id: string, models: string[]): void {
     const w = this.workers.get(id);
     if (!w) return;
     w.models = models.length > 0 ? [...models] : null;
     this.changed();
-  }
-
-  setWorkerHealth(id: string, healthy: boolean): void {
-    const w = this.workers.get(id);
-    if (w) w.healthy = healthy;
   }
 
   finishSession(sessionId: string): void {
@@ -147,6 +257,11 @@ export class Fleet implements FleetApi {
 
   snapshot(): FleetSnapshot {
     return { workers: this.listWorkers(), models: this.models() };
+  }
+
+  private transitioned(w: WorkerRecord, t: BreakerTransition): void {
+    this.fleetMetrics.transition(w.id, t);
+    this.options.onEvent?.('circuit breaker', { worker: w.id, from: t.from, to: t.to });
   }
 
   private forget(w: WorkerRecord): void {
@@ -177,7 +292,7 @@ export class Fleet implements FleetApi {
         ...this.options.policyContext,
         pool: `${role}:${name === '' ? '*' : name}`,
       });
-      pool = { key, role, model: name, policy, members: [], version: -1 };
+      pool = { key, policy, members: [], version: -1 };
       this.pools.set(key, pool);
     }
     if (pool.version !== this.version) {
@@ -192,14 +307,6 @@ export class Fleet implements FleetApi {
   }
 }
 
-function eligible(members: WorkerRecord[], exclude: readonly string[] | undefined): WorkerRecord[] {
-  let all = true;
-  for (const w of members) {
-    if (!w.healthy || exclude?.includes(w.id)) {
-      all = false;
-      break;
-    }
-  }
-  if (all) return members;
-  return members.filter((w) => w.healthy && !(exclude?.includes(w.id) ?? false));
+function sameList(a: string[] | null, b: string[]): boolean {
+  return a !== null && a.length === b.length && a.every((x, i) => x === b[i]);
 }

@@ -4,20 +4,30 @@ import type { Clock, Random } from '../deps.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
 import { Fleet } from './fleet.ts';
 import type { WorkerSpec } from './fleet-api.ts';
+import { expandDataParallel } from './workers.ts';
 
-/** Regular workers from --worker-urls / --static-backends, with --static-models aligned by position. */
+/**
+ * Regular workers from --worker-urls / --static-backends, with --static-models aligned by position,
+ * each expanded into its data-parallel ranks.
+ */
 export function workerSpecsFromConfig(config: RouterConfig): WorkerSpec[] {
-  const { urls, models } = config.workers;
-  return urls.map((url, i) => {
+  const { urls, models, dpSize } = config.workers;
+  return urls.flatMap((url, i) => {
     const model = models.length === 1 ? models[0] : models[i];
-    return model === undefined ? { url } : { url, models: [model] };
+    return expandDataParallel(model === undefined ? { url } : { url, models: [model] }, dpSize);
   });
 }
 
 export function createFleetFromConfig(
   config: RouterConfig,
-  deps: { clock: Clock; random: Random; metrics: MetricsRegistry },
+  deps: {
+    clock: Clock;
+    random: Random;
+    metrics: MetricsRegistry;
+    onEvent?: (message: string, fields: Record<string, unknown>) => void;
+  },
 ): Fleet {
+  const { circuitBreaker: cb, health } = config;
   const policy = config.policy;
   return new Fleet({
     policies: {
@@ -35,5 +45,19 @@ export function createFleetFromConfig(
     clock: deps.clock,
     leaseTtlMs: config.server.requestTimeoutSecs * 1000,
     workers: workerSpecsFromConfig(config),
+    breaker: {
+      failureThreshold: cb.failureThreshold,
+      successThreshold: cb.successThreshold,
+      timeoutDurationSecs: cb.timeoutDurationSecs,
+      windowDurationSecs: cb.windowDurationSecs,
+      disabled: cb.disabled,
+    },
+    health: {
+      probing: !health.disabled,
+      failureThreshold: health.failureThreshold,
+      successThreshold: health.successThreshold,
+    },
+    metrics: deps.metrics,
+    ...(deps.onEvent ? { onEvent: deps.onEvent } : {}),
   });
 }

@@ -9,6 +9,9 @@ export interface Lease {
   readonly worker: WorkerRecord;
   readonly poolKey: string;
   readonly expiresAt: number;
+  /** Admitted as a half-open breaker probe, and the breaker generation at admission. */
+  readonly probe: boolean;
+  readonly generation: number;
 }
 
 export class LeaseTable {
@@ -19,9 +22,14 @@ export class LeaseTable {
     return this.leases.size;
   }
 
-  take(worker: WorkerRecord, poolKey: string, expiresAt: number): number {
+  take(
+    worker: WorkerRecord,
+    poolKey: string,
+    expiresAt: number,
+    gate: { probe: boolean; generation: number },
+  ): number {
     const id = this.nextId++;
-    this.leases.set(id, { worker, poolKey, expiresAt });
+    this.leases.set(id, { worker, poolKey, expiresAt, probe: gate.probe, generation: gate.generation });
     worker.load++;
     worker.processed++;
     return id;

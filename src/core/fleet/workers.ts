@@ -1,14 +1,20 @@
-/** Worker records: identity, URL normalisation and the mutable per-worker counters. */
-import type { WorkerInfo, WorkerRole, WorkerSpec } from './fleet-api.ts';
+/** Worker records: identity, URL normalisation, per-worker state (health, breaker, overrides). */
+import type { BreakerState } from '../resilience/circuit-breaker.ts';
+import { initialBreaker } from '../resilience/circuit-breaker.ts';
+import type { WorkerInfo, WorkerOverrides, WorkerRole, WorkerSpec } from './fleet-api.ts';
+import { type HealthState, initialHealth } from './health-state.ts';
 
-export interface WorkerRecord {
+export interface WorkerRecord extends WorkerOverrides {
   readonly id: string;
   readonly url: string;
   readonly role: WorkerRole;
   readonly dpRank?: number;
   readonly bootstrapPort?: number | null;
   models: string[] | null;
-  healthy: boolean;
+  /** Models were given by the operator (flags, admin API), not read from the engine. */
+  modelsStatic: boolean;
+  health: HealthState;
+  breaker: BreakerState;
   draining: boolean;
   /** Requests in flight (leases held). */
   load: number;
@@ -35,16 +41,28 @@ export function workerId(url: string, dpRank?: number): string {
   return dpRank === undefined ? url : `${url}@${dpRank}`;
 }
 
-export function createWorkerRecord(spec: WorkerSpec): WorkerRecord {
+/** `--intra-node-data-parallel-size N`: one spec per rank (`url@0` .. `url@N-1`); N = 1 leaves it alone. */
+export function expandDataParallel(spec: WorkerSpec, dpSize: number): WorkerSpec[] {
+  if (dpSize <= 1 || spec.dpRank !== undefined) return [spec];
+  return Array.from({ length: dpSize }, (_, dpRank) => ({ ...spec, dpRank }));
+}
+
+export function createWorkerRecord(spec: WorkerSpec, options: { probing: boolean }): WorkerRecord {
   const url = normalizeWorkerUrl(spec.url);
+  const models = spec.models && spec.models.length > 0 ? [...spec.models] : null;
   return {
     id: workerId(url, spec.dpRank),
     url,
     role: spec.role ?? 'regular',
     ...(spec.dpRank === undefined ? {} : { dpRank: spec.dpRank }),
     ...(spec.bootstrapPort === undefined ? {} : { bootstrapPort: spec.bootstrapPort }),
-    models: spec.models && spec.models.length > 0 ? [...spec.models] : null,
-    healthy: true,
+    ...(spec.priority === undefined ? {} : { priority: spec.priority }),
+    ...(spec.circuitBreaker === undefined ? {} : { circuitBreaker: { ...spec.circuitBreaker } }),
+    ...(spec.retry === undefined ? {} : { retry: { ...spec.retry } }),
+    models,
+    modelsStatic: models !== null,
+    health: initialHealth(options.probing),
+    breaker: initialBreaker(),
     draining: false,
     load: 0,
     processed: 0,
@@ -59,10 +77,14 @@ export function workerInfo(w: WorkerRecord): WorkerInfo {
     models: w.models ? [...w.models] : null,
     ...(w.dpRank === undefined ? {} : { dpRank: w.dpRank }),
     ...(w.bootstrapPort === undefined ? {} : { bootstrapPort: w.bootstrapPort }),
-    healthy: w.healthy,
+    healthy: w.health.healthy,
     draining: w.draining,
+    circuit: w.breaker.state,
     load: w.load,
     processed: w.processed,
+    ...(w.priority === undefined ? {} : { priority: w.priority }),
+    ...(w.circuitBreaker === undefined ? {} : { circuitBreaker: { ...w.circuitBreaker } }),
+    ...(w.retry === undefined ? {} : { retry: { ...w.retry } }),
   };
 }
 

@@ -29,6 +29,7 @@ export function registerPublicRoutes(
       total: active.length,
       healthy: healthy.length,
       unhealthy: active.filter((w) => !w.healthy).map((w) => w.id),
+      openCircuits: active.filter((w) => w.circuit === 'open').map((w) => w.id),
     };
   };
 
@@ -50,6 +51,7 @@ export function registerPublicRoutes(
         healthy_workers: counts.healthy,
         total_workers: counts.total,
         unhealthy_workers: counts.unhealthy,
+        open_circuits: counts.openCircuits,
       },
       ok ? 200 : 503,
     );

@@ -1,5 +1,6 @@
 /** The router's own metric families (vllm-router names), created once per app. */
 import type { FleetApi } from '../fleet/fleet-api.ts';
+import { breakerGaugeValue } from '../resilience/circuit-breaker.ts';
 import type { MetricsRegistry } from './metrics.ts';
 
 export function createInstruments(metrics: MetricsRegistry) {
@@ -69,15 +70,21 @@ export function registerFleetCollector(metrics: MetricsRegistry, fleet: FleetApi
     'worker',
   ]);
   const active = metrics.gauge('vllm_router_active_workers', 'Number of currently active workers');
+  const circuit = metrics.gauge(
+    'vllm_router_cb_state',
+    'Circuit breaker state per worker (0=closed, 1=open, 2=half_open)',
+    ['worker'],
+  );
   metrics.addCollector(async () => {
     const workers = await fleet.listWorkers();
-    for (const m of [processed, running, load, health]) m.clear();
+    for (const m of [processed, running, load, health, circuit]) m.clear();
     let healthy = 0;
     for (const w of workers) {
       processed.labels(w.id).value = w.processed;
       running.labels(w.id).set(w.load);
       load.labels(w.id).set(w.load);
       health.labels(w.id).set(w.healthy ? 1 : 0);
+      circuit.labels(w.id).set(breakerGaugeValue(w.circuit));
       if (w.healthy && !w.draining) healthy++;
     }
     active.set(healthy);

@@ -8,14 +8,15 @@
  */
 import type { UpstreamResponse } from '../deps.ts';
 import { RouterError } from '../errors.ts';
-import type { AttemptOutcome, RoutedWorker, RouteResult } from '../fleet/fleet-api.ts';
-import { backoffDelayMs, maxAttempts, retryAfterMs } from '../resilience/backoff.ts';
+import type { AttemptOutcome, RoutedWorker, RouteInput, RouteResult } from '../fleet/fleet-api.ts';
+import { backoffDelayMs, maxAttempts, type RetrySettings, retryAfterMs } from '../resilience/backoff.ts';
 import { outcomeForStatus } from '../resilience/classify.ts';
 import type { Exchange } from './exchange.ts';
 
 /** One leg to send: the regular request, or a prefill or decode leg. */
 export interface Leg {
-  model?: string;
+  /** What routing reads: model, routing text and keys. */
+  input: RouteInput;
   role?: 'regular' | 'prefill' | 'decode';
   target: string;
   headers: Record<string, string>;
@@ -52,13 +53,16 @@ export async function runAttempts(ex: Exchange, leg: Leg): Promise<LegResult> {
   const { ctx } = ex;
   const { deps, instruments } = ctx;
   const buffered = !(leg.body instanceof ReadableStream);
-  const limit = buffered ? maxAttempts(ctx.retry) : 1;
+  /** Retry settings for failures on the latest worker (its overrides win). */
+  const settings = (): RetrySettings =>
+    ex.worker?.retry === undefined ? ctx.retry : { ...ctx.retry, ...ex.worker.retry };
   const exclude: string[] = [];
   let backoffs = 0;
   let lastError: RouterError | undefined;
 
   /** Whether one more attempt may be made; counts the exhaustion or the spent budget otherwise. */
   const mayRetry = (): boolean => {
+    const limit = buffered ? maxAttempts(settings()) : 1;
     if (ex.attempts >= limit) {
       if (limit > 1) instruments.retriesExhausted.labels(ex.call.route).inc();
       return false;
@@ -96,23 +100,30 @@ export async function runAttempts(ex: Exchange, leg: Leg): Promise<LegResult> {
         };
 
   for (;;) {
-    const routed: RouteResult = await deps.fleet.route({
-      ...(leg.model === undefined ? {} : { model: leg.model }),
-      ...(leg.role === undefined ? {} : { role: leg.role }),
-      ...(exclude.length === 0 ? {} : { exclude }),
-    });
+    let routed: RouteResult;
+    try {
+      routed = await deps.fleet.route({
+        ...leg.input,
+        ...(leg.role === undefined ? {} : { role: leg.role }),
+        ...(exclude.length === 0 ? {} : { exclude }),
+      });
+    } catch (err) {
+      // A policy may refuse a request it cannot route (least_loaded without a session id).
+      if (err instanceof RouterError) return { kind: 'error', error: err };
+      throw err;
+    }
 
     if (!routed.ok) {
       if (routed.code === 'model_not_found') {
         const served = routed.models.length > 0 ? routed.models.join(', ') : 'none';
-        const message = `model ${JSON.stringify(leg.model)} not found; served models: ${served}`;
+        const message = `model ${JSON.stringify(leg.input.model)} not found; served models: ${served}`;
         return { kind: 'error', error: new RouterError('model_not_found', message, { param: 'model' }) };
       }
       if (exclude.length > 0) {
         // Every candidate failed at the transport level: the pool gets another chance after a backoff.
         exclude.length = 0;
         if (
-          !(await backOff(backoffDelayMs(ctx.retry, backoffs, deps.random), 'all candidates unreachable'))
+          !(await backOff(backoffDelayMs(settings(), backoffs, deps.random), 'all candidates unreachable'))
         ) {
           return stopped();
         }
@@ -121,7 +132,7 @@ export async function runAttempts(ex: Exchange, leg: Leg): Promise<LegResult> {
       ex.attempts++;
       lastError = new RouterError('no_available_workers', 'no worker is available to serve this request');
       if (!mayRetry()) return { kind: 'error', error: lastError };
-      if (!(await backOff(backoffDelayMs(ctx.retry, backoffs, deps.random), 'no_available_workers'))) {
+      if (!(await backOff(backoffDelayMs(settings(), backoffs, deps.random), 'no_available_workers'))) {
         return stopped();
       }
       continue;
@@ -161,12 +172,12 @@ export async function runAttempts(ex: Exchange, leg: Leg): Promise<LegResult> {
     }
 
     // A retryable status: decide before any byte reaches the client.
-    let delay = backoffDelayMs(ctx.retry, backoffs, deps.random);
+    let delay = backoffDelayMs(settings(), backoffs, deps.random);
     if (RETRY_AFTER_STATUSES.has(res.status)) {
       const raw = res.headers['retry-after'];
       const after = retryAfterMs(Array.isArray(raw) ? raw[0] : raw, deps.clock.now());
       if (after !== undefined) {
-        if (after > ctx.retry.maxBackoffMs || after > ex.remainingMs()) {
+        if (after > settings().maxBackoffMs || after > ex.remainingMs()) {
           return { kind: 'response', res, worker: routed.worker, lease: routed.lease, outcome };
         }
         delay = Math.max(delay, after);

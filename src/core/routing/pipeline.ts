@@ -36,8 +36,9 @@ export function rejectRequest(
 export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promise<Response> {
   const ex = new Exchange(ctx, call);
   ctx.budget.recordRequest();
+  const { stream: _stream, ...input } = call.info;
   const result = await runAttempts(ex, {
-    ...(call.info.model === undefined ? {} : { model: call.info.model }),
+    input,
     target: call.target,
     headers: call.headers,
     body: call.body,

@@ -7,6 +7,10 @@ import { RouterError } from '../errors.ts';
 export interface RequestInfo {
   model?: string;
   stream: boolean;
+  /** Routing text and keys, when the configured policies read them. */
+  text?: string;
+  routingKey?: string;
+  sessionId?: string;
 }
 
 const decoder = new TextDecoder();

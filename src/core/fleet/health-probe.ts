@@ -1,0 +1,154 @@
+/**
+ * Active health probes (DESIGN.md §9): `GET {url}{endpoint}` with a timeout driven by the injected
+ * clock; healthy iff the engine answers 2xx. Probes never throw: every failure is a result.
+ */
+import type { Clock, Upstream, UpstreamResponse } from '../deps.ts';
+import { fetchWorkerModels } from './discovery.ts';
+
+export interface ProbeOptions {
+  /** Path probed on each base URL, e.g. `/health`. */
+  endpoint: string;
+  timeoutMs: number;
+  clock: Clock;
+  apiKey?: string;
+  /**
+   * Also learn the worker's models from `/v1/models` after a successful probe (read from the
+   * probe's own body when the endpoint is `/v1/models`).
+   */
+  models?: boolean;
+}
+
+export interface ProbeResult {
+  ok: boolean;
+  /** The engine's status, when it answered. */
+  status?: number;
+  /** Why the probe failed: `HTTP 503`, `timeout after 5000 ms`, or the transport's message. */
+  error?: string;
+  /** Model ids, when asked for and the worker listed some. */
+  models?: string[];
+}
+
+/** The largest `/v1/models` body parsed when the probe endpoint is `/v1/models`. */
+const MAX_MODELS_BODY = 4 * 1024 * 1024;
+const decoder = new TextDecoder();
+
+function isModelsEndpoint(endpoint: string): boolean {
+  return endpoint.split('?')[0]?.replace(/\/+$/, '') === '/v1/models';
+}
+
+/**
+ * Reads a body to its end, keeping its text only when `keep` (up to MAX_MODELS_BODY). An abort
+ * cancels the stream, so a body that never ends cannot outlive the probe's timeout.
+ */
+async function readBody(
+  body: UpstreamResponse['body'],
+  signal: AbortSignal,
+  keep: boolean,
+): Promise<string | undefined> {
+  if (body === null) return keep ? '' : undefined;
+  if (body instanceof Uint8Array)
+    return keep && body.byteLength <= MAX_MODELS_BODY ? decoder.decode(body) : undefined;
+  const reader = body.getReader();
+  const cancel = () => {
+    reader.cancel(signal.reason).catch(() => {});
+  };
+  if (signal.aborted) cancel();
+  else signal.addEventListener('abort', cancel, { once: true });
+  try {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!keep || size > MAX_MODELS_BODY) continue;
+      size += value.byteLength;
+      chunks.push(value);
+    }
+    if (signal.aborted) throw signal.reason ?? new Error('aborted');
+    if (!keep || size > MAX_MODELS_BODY) return undefined;
+    let text = '';
+    for (const c of chunks) text += decoder.decode(c, { stream: true });
+    return text + decoder.decode();
+  } finally {
+    signal.removeEventListener('abort', cancel);
+  }
+}
+
+function parseModels(text: string | undefined): string[] | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const data = (JSON.parse(text) as { data?: unknown }).data;
+    if (!Array.isArray(data)) return undefined;
+    return data.flatMap((m) =>
+      typeof m === 'object' && m !== null && typeof m.id === 'string' ? [m.id as string] : [],
+    );
+  } catch {
+    return undefined;
+  }
+}
+
+function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  return typeof err === 'string' ? err : 'probe failed';
+}
+
+/** Probes one base URL. Never rejects. */
+export async function probeWorker(upstream: Upstream, url: string, opts: ProbeOptions): Promise<ProbeResult> {
+  const base = url.replace(/\/+$/, '');
+  const { clock, timeoutMs } = opts;
+  const started = clock.monotonic();
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = clock.setTimeout(() => {
+    timedOut = true;
+    controller.abort(new Error(`timeout after ${timeoutMs} ms`));
+  }, timeoutMs);
+  const modelsInBody = opts.models === true && isModelsEndpoint(opts.endpoint);
+  let result: ProbeResult;
+  try {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
+    const res = await upstream({
+      url: `${base}${opts.endpoint}`,
+      method: 'GET',
+      headers,
+      body: null,
+      signal: controller.signal,
+    });
+    const ok = res.status >= 200 && res.status < 300;
+    const text = await readBody(res.body, controller.signal, ok && modelsInBody);
+    result = ok ? { ok, status: res.status } : { ok, status: res.status, error: `HTTP ${res.status}` };
+    if (ok && modelsInBody) {
+      const models = parseModels(text);
+      if (models && models.length > 0) result.models = models;
+    }
+  } catch (err) {
+    result = { ok: false, error: timedOut ? `timeout after ${timeoutMs} ms` : errorMessage(err) };
+  } finally {
+    clock.clearTimeout(timer);
+  }
+  if (result.ok && opts.models === true && !modelsInBody) {
+    const remaining = Math.max(1, timeoutMs - (clock.monotonic() - started));
+    const models = await fetchWorkerModels(upstream, base, {
+      clock,
+      timeoutMs: remaining,
+      apiKey: opts.apiKey,
+    });
+    if (models && models.length > 0) result.models = models;
+  }
+  return result;
+}
+
+/**
+ * Probes every distinct base URL once (data-parallel ranks share one), concurrently.
+ * Returns base URL → result; duplicates in `baseUrls` map to the same result.
+ */
+export async function probeAll(
+  upstream: Upstream,
+  baseUrls: readonly string[],
+  opts: ProbeOptions,
+): Promise<Map<string, ProbeResult>> {
+  const distinct = [...new Set(baseUrls)];
+  const results = await Promise.all(distinct.map((url) => probeWorker(upstream, url, opts)));
+  return new Map(distinct.map((url, i) => [url, results[i]!]));
+}

@@ -1,0 +1,81 @@
+/** Small router-originated calls to engines (cache flush, info, health_generate), with a timeout. */
+import type { Context } from 'hono';
+import type { RouterConfig } from '../config/schema.ts';
+import type { Clock, Upstream } from '../deps.ts';
+import { errorResponse, RouterError } from '../errors.ts';
+import type { FleetApi } from '../fleet/fleet-api.ts';
+
+interface CallDeps {
+  fleet: FleetApi;
+  upstream: Upstream;
+  clock: Clock;
+  config: RouterConfig;
+}
+
+export interface CallResult {
+  ok: boolean;
+  status?: number;
+  headers?: Record<string, string>;
+  body?: Uint8Array;
+  error?: string;
+}
+
+async function readAll(body: Uint8Array | ReadableStream<Uint8Array> | null): Promise<Uint8Array> {
+  if (body === null) return new Uint8Array(0);
+  if (body instanceof Uint8Array) return body;
+  return new Uint8Array(await new Response(body).arrayBuffer());
+}
+
+export async function sendToWorker(
+  deps: CallDeps,
+  baseUrl: string,
+  path: string,
+  method: string,
+): Promise<CallResult> {
+  const controller = new AbortController();
+  const timeoutMs = deps.config.health.timeoutSecs * 1000;
+  const timer = deps.clock.setTimeout(() => controller.abort('timeout'), timeoutMs);
+  try {
+    const headers: Record<string, string> = {};
+    if (deps.config.workers.apiKey) headers.authorization = `Bearer ${deps.config.workers.apiKey}`;
+    const res = await deps.upstream({
+      url: baseUrl + path,
+      method,
+      headers,
+      body: null,
+      signal: controller.signal,
+    });
+    const body = await readAll(res.body);
+    const flat: Record<string, string> = {};
+    for (const [k, v] of Object.entries(res.headers)) flat[k] = Array.isArray(v) ? v.join(', ') : v;
+    return { ok: res.status >= 200 && res.status < 300, status: res.status, headers: flat, body };
+  } catch (err) {
+    return { ok: false, error: controller.signal.aborted ? `timed out after ${timeoutMs} ms` : String(err) };
+  } finally {
+    deps.clock.clearTimeout(timer);
+  }
+}
+
+/** GET `path` on a healthy worker and pass its answer on (`fallback` is tried on a 404). */
+export async function forwardToHealthyWorker(
+  deps: CallDeps,
+  _c: Context,
+  path: string,
+  fallback?: string,
+): Promise<Response> {
+  const worker = (await deps.fleet.listWorkers()).find(
+    (w) => w.healthy && !w.draining && w.circuit !== 'open',
+  );
+  if (!worker) {
+    return errorResponse(new RouterError('no_available_workers', 'no healthy worker to answer this request'));
+  }
+  let result = await sendToWorker(deps, worker.url, path, 'GET');
+  if (fallback && result.status === 404) result = await sendToWorker(deps, worker.url, fallback, 'GET');
+  if (result.status === undefined) {
+    return errorResponse(new RouterError('upstream_unreachable', `worker ${worker.id}: ${result.error}`));
+  }
+  const headers: Record<string, string> = { 'x-routed-worker-id': worker.id };
+  const type = result.headers?.['content-type'];
+  if (type) headers['content-type'] = type;
+  return new Response(result.body as BodyInit, { status: result.status, headers });
+}
