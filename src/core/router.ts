@@ -46,7 +46,7 @@ export function createRouter(config: RouterConfig, host: RouterHost): Router {
     clock,
     random,
     metrics,
-    onEvent: (message, fields) => logger.warn(message, fields),
+    onEvent: (level, message, fields) => logger.log(level, message, fields),
   });
   const tickDeps = { fleet, upstream: host.upstream, clock, config };
   const app = createRouterApp(config, { clock, random, upstream: host.upstream, fleet, logger, metrics });

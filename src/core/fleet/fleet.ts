@@ -46,8 +46,8 @@ export interface FleetOptions {
   /** Active health checks: new workers wait for their first good probe. */
   health?: HealthSettings & { probing: boolean };
   metrics?: MetricsRegistry;
-  /** Told about health and breaker changes (for the log). */
-  onEvent?: (message: string, fields: Record<string, unknown>) => void;
+  /** Told about health and breaker changes (for the log): `warn` when a worker drops out. */
+  onEvent?: (level: 'info' | 'warn', message: string, fields: Record<string, unknown>) => void;
 }
 
 const NO_BREAKER: BreakerSettings = {
@@ -216,10 +216,14 @@ export class Fleet implements FleetApi {
       const r = recordProbe(w.health, settings, report.ok, now, report.error);
       w.health = r.state;
       if (r.changed) {
-        this.options.onEvent?.(r.state.healthy ? 'worker healthy' : 'worker unhealthy', {
-          worker: w.id,
-          ...(report.error ? { error: report.error } : {}),
-        });
+        this.options.onEvent?.(
+          r.state.healthy ? 'info' : 'warn',
+          r.state.healthy ? 'worker healthy' : 'worker unhealthy',
+          {
+            worker: w.id,
+            ...(report.error ? { error: report.error } : {}),
+          },
+        );
       }
       if (
         report.models &&
@@ -261,7 +265,11 @@ export class Fleet implements FleetApi {
 
   private transitioned(w: WorkerRecord, t: BreakerTransition): void {
     this.fleetMetrics.transition(w.id, t);
-    this.options.onEvent?.('circuit breaker', { worker: w.id, from: t.from, to: t.to });
+    this.options.onEvent?.(t.to === 'open' ? 'warn' : 'info', 'circuit breaker', {
+      worker: w.id,
+      from: t.from,
+      to: t.to,
+    });
   }
 
   private forget(w: WorkerRecord): void {

@@ -24,7 +24,7 @@ export function createFleetFromConfig(
     clock: Clock;
     random: Random;
     metrics: MetricsRegistry;
-    onEvent?: (message: string, fields: Record<string, unknown>) => void;
+    onEvent?: (level: 'info' | 'warn', message: string, fields: Record<string, unknown>) => void;
   },
 ): Fleet {
   const { circuitBreaker: cb, health } = config;
