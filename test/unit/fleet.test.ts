@@ -141,7 +141,46 @@ describe('Fleet eligibility', () => {
 
   it('fails at construction when a policy is not available, naming it', () => {
     expect(() =>
-      makeFleet([{ url: A }], { policies: { regular: 'no_such_policy', prefill: 'random', decode: 'random' } }),
+      makeFleet([{ url: A }], {
+        policies: { regular: 'no_such_policy', prefill: 'random', decode: 'random' },
+      }),
     ).toThrow(/policy no_such_policy is not available/);
+  });
+});
+
+describe('Fleet persistence', () => {
+  it('restores workers, models, health and breaker state from its exported JSON', () => {
+    const { fleet, clock } = makeFleet([{ url: A, models: ['m'] }, { url: B }], {
+      breaker: {
+        failureThreshold: 1,
+        successThreshold: 1,
+        timeoutDurationSecs: 60,
+        windowDurationSecs: 60,
+        disabled: false,
+      },
+    });
+    fleet.setWorkerModels(B, ['m']);
+    fleet.updateWorker(A, { priority: 2 });
+    const r = routed(fleet.route({ exclude: [B] }));
+    fleet.settle(r.lease, { kind: 'failure', status: 500 });
+    expect(fleet.getWorker(A)?.circuit).toBe('open');
+    const saved = JSON.parse(JSON.stringify(fleet.exportState()));
+
+    const { fleet: restored } = makeFleet([], {
+      clock,
+      breaker: {
+        failureThreshold: 1,
+        successThreshold: 1,
+        timeoutDurationSecs: 60,
+        windowDurationSecs: 60,
+        disabled: false,
+      },
+    });
+    restored.restoreState(saved);
+    expect(restored.listWorkers().map((w) => [w.id, w.circuit, w.priority, w.models])).toEqual([
+      [A, 'open', 2, ['m']],
+      [B, 'closed', undefined, ['m']],
+    ]);
+    expect(routed(restored.route({ model: 'm' })).worker.url).toBe(B); // A's circuit is still open
   });
 });

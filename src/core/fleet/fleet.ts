@@ -5,8 +5,7 @@
  */
 import type { Clock } from '../deps.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
-import type { Policy, PolicyContext } from '../policies/policy.ts';
-import { createPolicy } from '../policies/registry.ts';
+import type { PolicyContext } from '../policies/policy.ts';
 import {
   type BreakerSettings,
   type BreakerTransition,
@@ -31,7 +30,11 @@ import {
 import { createFleetMetrics, type FleetMetrics } from './fleet-metrics.ts';
 import { type HealthSettings, recordProbe } from './health-state.ts';
 import { LeaseTable } from './leases.ts';
-import { createWorkerRecord, servesModel, type WorkerRecord, workerInfo } from './workers.ts';
+import { type PersistedFleet, persistWorker } from './persisted.ts';
+import { PoolSet, WILDCARD } from './pools.ts';
+import { createWorkerRecord, type WorkerRecord, workerInfo } from './workers.ts';
+
+export type { PersistedFleet } from './persisted.ts';
 
 export interface FleetOptions {
   /** Policy name for each role's pools. */
@@ -58,56 +61,41 @@ const NO_BREAKER: BreakerSettings = {
   disabled: true,
 };
 
-/** Requests for a model no known worker lists go to the wildcard pool (workers whose models are unknown). */
-const WILDCARD = '*';
-
-interface Pool {
-  readonly key: string;
-  readonly policy: Policy;
-  members: WorkerRecord[];
-  version: number;
-}
-
 export class Fleet implements FleetApi {
   private readonly workers = new Map<string, WorkerRecord>();
-  private readonly pools = new Map<string, Pool>();
+  private readonly pools: PoolSet;
   private readonly leases = new LeaseTable();
   private readonly breaker: BreakerSettings;
   private readonly probing: boolean;
   private readonly fleetMetrics: FleetMetrics;
-  private knownModels: string[] = [];
-  private hasUnknownModels = false;
-  private version = 0;
 
   constructor(private readonly options: FleetOptions) {
     this.breaker = options.breaker ?? NO_BREAKER;
     this.probing = options.health?.probing ?? false;
     this.fleetMetrics = createFleetMetrics(options.metrics);
-    // Fail at startup, not on the first request, when a policy is unavailable.
-    for (const name of new Set(Object.values(options.policies))) {
-      createPolicy(name, { ...options.policyContext, pool: 'startup-check' });
-    }
+    this.pools = new PoolSet(this.workers, options.policies, options.policyContext);
     for (const spec of options.workers ?? []) this.addWorker(spec);
   }
 
   route(input: RouteInput): RouteResult {
     const model = input.model;
-    if (model !== undefined && !this.hasUnknownModels && !this.knownModels.includes(model)) {
+    const { knownModels } = this.pools;
+    if (model !== undefined && !this.pools.hasUnknownModels && !knownModels.includes(model)) {
       return this.workers.size === 0
         ? { ok: false, code: 'no_available_workers', models: [] }
-        : { ok: false, code: 'model_not_found', models: [...this.knownModels] };
+        : { ok: false, code: 'model_not_found', models: [...knownModels] };
     }
     const role = input.role ?? 'regular';
-    const pool = this.pool(role, model === undefined || this.knownModels.includes(model) ? model : WILDCARD);
+    const pool = this.pools.get(role, model === undefined || knownModels.includes(model) ? model : WILDCARD);
     const now = this.options.clock.now();
     const candidates = availableCandidates(pool.members, input.exclude, now, this.breaker);
     const picked = candidates.length === 0 ? undefined : pool.policy.select(candidates, input);
     const worker = picked === undefined ? undefined : this.workers.get(picked.id);
-    if (!worker) return { ok: false, code: 'no_available_workers', models: [...this.knownModels] };
+    if (!worker) return { ok: false, code: 'no_available_workers', models: [...this.pools.knownModels] };
     const gate = breakerGate(worker.breaker, breakerSettingsFor(worker, this.breaker), now);
     worker.breaker = gate.state;
     if (gate.transition) this.transitioned(worker, gate.transition);
-    if (!gate.allow) return { ok: false, code: 'no_available_workers', models: [...this.knownModels] };
+    if (!gate.allow) return { ok: false, code: 'no_available_workers', models: [...this.pools.knownModels] };
     const lease = this.leases.take(worker, pool.key, now + this.options.leaseTtlMs, gate);
     const routed: RoutedWorker = { id: worker.id, url: worker.url };
     if (worker.dpRank !== undefined) routed.dpRank = worker.dpRank;
@@ -119,7 +107,7 @@ export class Fleet implements FleetApi {
     const released = this.leases.release(lease);
     if (!released) return false;
     const w = released.worker;
-    this.pools.get(released.poolKey)?.policy.onSettle?.(w, outcome);
+    this.pools.byKey(released.poolKey)?.policy.onSettle?.(w, outcome);
     const settings = breakerSettingsFor(w, this.breaker);
     const now = this.options.clock.now();
     const r = breakerRecord(w.breaker, settings, outcome.kind, now, released.probe, released.generation);
@@ -252,15 +240,45 @@ export class Fleet implements FleetApi {
   }
 
   finishSession(sessionId: string): void {
-    for (const pool of this.pools.values()) pool.policy.finishSession?.(sessionId);
+    for (const [, pool] of this.pools.all()) pool.policy.finishSession?.(sessionId);
   }
 
   models(): string[] {
-    return [...this.knownModels];
+    return [...this.pools.knownModels];
   }
 
   snapshot(): FleetSnapshot {
     return { workers: this.listWorkers(), models: this.models() };
+  }
+
+  /** Everything worth keeping across a restart, as plain JSON (the Durable Object stores it). */
+  exportState(): PersistedFleet {
+    const policies: Record<string, unknown> = {};
+    for (const [key, pool] of this.pools.all()) {
+      const state = pool.policy.snapshot?.();
+      if (state !== undefined) policies[key] = state;
+    }
+    return { version: 1, workers: [...this.workers.values()].map(persistWorker), policies };
+  }
+
+  /** Replaces the registry with a saved one (breakers, health and sessions included); leases start empty. */
+  restoreState(state: PersistedFleet): void {
+    this.workers.clear();
+    for (const saved of state.workers) {
+      const record = createWorkerRecord(saved.spec, { probing: this.probing });
+      record.models = saved.models;
+      record.modelsStatic = saved.modelsStatic;
+      record.health = saved.health;
+      record.breaker = saved.breaker;
+      record.draining = saved.draining;
+      record.processed = saved.processed;
+      this.workers.set(record.id, record);
+    }
+    this.changed();
+    for (const [key, data] of Object.entries(state.policies)) {
+      const { role, model } = PoolSet.parseKey(key);
+      this.pools.get(role, model).policy.restore?.(data);
+    }
   }
 
   private transitioned(w: WorkerRecord, t: BreakerTransition): void {
@@ -274,44 +292,12 @@ export class Fleet implements FleetApi {
 
   private forget(w: WorkerRecord): void {
     this.workers.delete(w.id);
-    for (const pool of this.pools.values()) pool.policy.onWorkerRemoved?.(w.id);
+    for (const [, pool] of this.pools.all()) pool.policy.onWorkerRemoved?.(w.id);
     this.changed();
   }
 
   private changed(): void {
-    this.version++;
-    const models = new Set<string>();
-    let unknown = false;
-    for (const w of this.workers.values()) {
-      if (w.draining) continue;
-      if (w.models === null) unknown = true;
-      else for (const m of w.models) models.add(m);
-    }
-    this.knownModels = [...models];
-    this.hasUnknownModels = unknown;
-  }
-
-  private pool(role: WorkerRole, model: string | undefined): Pool {
-    const name = model ?? '';
-    const key = `${role}\u0001${name}`;
-    let pool = this.pools.get(key);
-    if (!pool) {
-      const policy = createPolicy(this.options.policies[role], {
-        ...this.options.policyContext,
-        pool: `${role}:${name === '' ? '*' : name}`,
-      });
-      pool = { key, policy, members: [], version: -1 };
-      this.pools.set(key, pool);
-    }
-    if (pool.version !== this.version) {
-      pool.members = [];
-      for (const w of this.workers.values()) {
-        if (w.role !== role || w.draining) continue;
-        if (model === WILDCARD ? w.models === null : servesModel(w, model)) pool.members.push(w);
-      }
-      pool.version = this.version;
-    }
-    return pool;
+    this.pools.changed();
   }
 }
 

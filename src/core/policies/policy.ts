@@ -28,6 +28,10 @@ export interface Policy {
   /** `POST /finish_session`: forget this session (idempotent). */
   finishSession?(sessionId: string): void;
   reset?(): void;
+  /** State worth keeping across a restart (sticky sessions), as plain JSON; trees are rebuilt instead. */
+  snapshot?(): unknown;
+  /** Loads what `snapshot` returned (after a restart). */
+  restore?(state: unknown): void;
 }
 
 /** What a policy reads from the request, so the router parses only what the configured policies need. */
