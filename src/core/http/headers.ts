@@ -1,7 +1,7 @@
 /** Header rules for proxying: what goes upstream, what comes back. */
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1) plus those the transport recomputes. */
-const REQUEST_DROP = new Set([
+/** Hop-by-hop headers (RFC 9110 §7.6.1): never forwarded in either direction. */
+const HOP_BY_HOP = [
   'connection',
   'keep-alive',
   'proxy-authenticate',
@@ -12,23 +12,11 @@ const REQUEST_DROP = new Set([
   'trailers',
   'transfer-encoding',
   'upgrade',
-  'host',
-  'content-length',
-  'expect',
-]);
+];
 
-const RESPONSE_DROP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'trailers',
-  'transfer-encoding',
-  'upgrade',
-]);
+/** Upstream, the transport also sets these itself. */
+const REQUEST_DROP = new Set([...HOP_BY_HOP, 'host', 'content-length', 'expect']);
+const RESPONSE_DROP = new Set(HOP_BY_HOP);
 
 function connectionTokens(value: string | null | undefined): string[] {
   if (!value) return [];
