@@ -7,6 +7,7 @@ import { errorResponse, RouterError } from './errors.ts';
 import { discoverModels } from './fleet/discovery.ts';
 import { runHealthTick } from './fleet/health-check.ts';
 import { registerAdminRoutes } from './http/admin.ts';
+import { Admission } from './http/admission.ts';
 import { registerInferenceRoutes } from './http/inference.ts';
 import { registerPublicRoutes } from './http/routes.ts';
 import { createInstruments, registerFleetCollector } from './observability/instruments.ts';
@@ -32,6 +33,12 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps): Hono {
     retry: config.retry,
     budget: new RetryBudget(
       { ratio: config.retry.budgetRatio, minPerSec: config.retry.budgetMinPerSec },
+      deps.clock,
+    ),
+    admission: new Admission(
+      config.admission.maxConcurrentRequests,
+      config.admission.queueSize,
+      config.admission.queueTimeoutSecs * 1000,
       deps.clock,
     ),
     timeoutMs: config.server.requestTimeoutSecs * 1000,

@@ -10,6 +10,8 @@ export type RouterErrorCode =
   | 'upstream_unreachable'
   | 'upstream_timeout'
   | 'not_found'
+  | 'admission_queue_full'
+  | 'admission_queue_timeout'
   | 'worker_not_found'
   | 'worker_exists'
   | 'internal_error';
@@ -20,6 +22,8 @@ const ERROR_TYPES: Record<RouterErrorCode, { status: number; type: string }> = {
   payload_too_large: { status: 413, type: 'invalid_request_error' },
   model_not_found: { status: 404, type: 'invalid_request_error' },
   not_found: { status: 404, type: 'invalid_request_error' },
+  admission_queue_full: { status: 429, type: 'rate_limit_error' },
+  admission_queue_timeout: { status: 503, type: 'service_unavailable_error' },
   worker_not_found: { status: 404, type: 'invalid_request_error' },
   worker_exists: { status: 409, type: 'invalid_request_error' },
   no_available_workers: { status: 503, type: 'service_unavailable_error' },
@@ -35,14 +39,21 @@ export class RouterError extends Error {
   readonly status: number;
   readonly type: string;
   readonly param: string | null;
+  /** Sent as Retry-After (seconds) with the error. */
+  readonly retryAfterSecs: number | undefined;
 
-  constructor(code: RouterErrorCode, message: string, options?: { param?: string; cause?: unknown }) {
+  constructor(
+    code: RouterErrorCode,
+    message: string,
+    options?: { param?: string; cause?: unknown; retryAfterSecs?: number },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     const meta = ERROR_TYPES[code];
     this.code = code;
     this.status = meta.status;
     this.type = meta.type;
     this.param = options?.param ?? null;
+    this.retryAfterSecs = options?.retryAfterSecs;
   }
 }
 
@@ -56,8 +67,11 @@ export function errorEnvelope(err: RouterError): ErrorEnvelope {
 
 /** A complete error response; extra headers (request id, worker id) are merged in. */
 export function errorResponse(err: RouterError, headers?: Record<string, string>): Response {
-  return new Response(JSON.stringify(errorEnvelope(err)), {
-    status: err.status,
-    headers: { 'content-type': 'application/json', 'x-router-error-code': err.code, ...headers },
-  });
+  const all: Record<string, string> = {
+    'content-type': 'application/json',
+    'x-router-error-code': err.code,
+    ...headers,
+  };
+  if (err.retryAfterSecs !== undefined) all['retry-after'] = String(err.retryAfterSecs);
+  return new Response(JSON.stringify(errorEnvelope(err)), { status: err.status, headers: all });
 }

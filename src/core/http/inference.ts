@@ -5,6 +5,7 @@
 import type { Context, Hono } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
 import { RouterError } from '../errors.ts';
+import { policyNeeds } from '../policies/registry.ts';
 import { type PipelineContext, proxyRequest, rejectRequest } from '../routing/pipeline.ts';
 import {
   isJsonContentType,
@@ -12,6 +13,7 @@ import {
   type RequestInfo,
   requestInfoFromJson,
 } from '../routing/request-info.ts';
+import { extractRoutingInput } from '../routing/routing-input.ts';
 import { readBody, streamBody, tooLargeToBuffer } from './body.ts';
 import { upstreamRequestHeaders } from './headers.ts';
 import { requestIdOf } from './request-id.ts';
@@ -33,6 +35,8 @@ export const JSON_INFERENCE_ROUTES = [
   '/detokenize',
 ] as const;
 
+const NO_PERMIT = () => {};
+
 /** Path plus query exactly as the client sent it. */
 function targetOf(url: string): string {
   const slash = url.indexOf('/', url.indexOf('//') + 2);
@@ -44,11 +48,16 @@ export function registerInferenceRoutes(app: Hono, config: RouterConfig, ctx: Pi
   const idHeaders = config.server.requestIdHeaders;
 
   const maxBuffered = config.retry.maxBufferedRequestBytes;
+  const { policy } = config;
+  const needs = policyNeeds([policy.name, policy.prefill ?? policy.name, policy.decode ?? policy.name]);
+  const readsRequest = needs.text || needs.routingKey || needs.sessionId;
   const retriesOn = !config.retry.disabled && config.retry.maxRetries > 1;
 
   const handle = (route: string, jsonRequired: boolean) => async (c: Context) => {
     const requestId = requestIdOf(c, idHeaders);
     const method = c.req.method;
+    const permit = ctx.admission.enabled ? await ctx.admission.acquire(c.req.raw.signal) : NO_PERMIT;
+    if (permit instanceof RouterError) return rejectRequest(ctx, { route, method, requestId }, permit);
     let body: Uint8Array | ReadableStream<Uint8Array> | null = null;
     let info: RequestInfo = { stream: false };
     try {
@@ -67,6 +76,7 @@ export function registerInferenceRoutes(app: Hono, config: RouterConfig, ctx: Pi
         }
       }
     } catch (err) {
+      permit();
       if (err instanceof RouterError) return rejectRequest(ctx, { route, method, requestId }, err);
       throw err;
     }
@@ -79,6 +89,7 @@ export function registerInferenceRoutes(app: Hono, config: RouterConfig, ctx: Pi
       clientSignal: c.req.raw.signal,
       requestId,
       info,
+      release: permit,
     });
   };
 

@@ -81,6 +81,7 @@ export class Exchange {
     const { deps, instruments } = this.ctx;
     if (this.timer !== undefined) deps.clock.clearTimeout(this.timer);
     this.call.clientSignal.removeEventListener('abort', this.onClientAbort);
+    this.call.release();
     if (this.lease !== 0 && outcome) void deps.fleet.settle(this.lease, outcome);
     const { route, method } = this.call;
     const elapsed = this.elapsedMs();

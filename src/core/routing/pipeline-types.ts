@@ -1,5 +1,6 @@
 /** What the pipeline needs: the app's shared context and one client request. */
 import type { RouterDeps } from '../deps.ts';
+import type { Admission, Release } from '../http/admission.ts';
 import type { Instruments } from '../observability/instruments.ts';
 import type { RetrySettings } from '../resilience/backoff.ts';
 import type { StatusClasses } from '../resilience/classify.ts';
@@ -12,6 +13,7 @@ export interface PipelineContext {
   classes: StatusClasses;
   retry: RetrySettings;
   budget: RetryBudget;
+  admission: Admission;
   timeoutMs: number;
   /** Bearer sent to engines (--api-key); otherwise the client's Authorization passes through. */
   apiKey?: string;
@@ -31,4 +33,6 @@ export interface ProxyCall {
   clientSignal: AbortSignal;
   requestId: string;
   info: RequestInfo;
+  /** Returns the admission permit; the exchange calls it once, when the request is finished. */
+  release: Release;
 }

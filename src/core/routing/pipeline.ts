@@ -37,12 +37,13 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
   const ex = new Exchange(ctx, call);
   ctx.budget.recordRequest();
   const { stream: _stream, ...input } = call.info;
-  const result = await runAttempts(ex, {
-    input,
-    target: call.target,
-    headers: call.headers,
-    body: call.body,
-  });
+  let result: Awaited<ReturnType<typeof runAttempts>>;
+  try {
+    result = await runAttempts(ex, { input, target: call.target, headers: call.headers, body: call.body });
+  } catch (err) {
+    ex.finish(500, undefined, 'internal_error'); // the permit and the timer must not leak
+    throw err;
+  }
   if (result.kind === 'aborted') {
     // Nobody is listening; the status is for the log and metrics only.
     ex.finish(499, undefined, 'client_disconnected');
