@@ -23,7 +23,11 @@ const config = parseRouterConfig({
   circuitBreaker: { timeoutDurationSecs: CB_TIMEOUT_SECS },
 });
 const router = await startNodeRouter(config, { logSink: () => {}, metricsListener: false });
-const body = JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+const body = JSON.stringify({
+  model: 'sim-model',
+  messages: [{ role: 'user', content: 'hi' }],
+  max_tokens: 2,
+});
 
 const results: { at: number; status: number }[] = [];
 const pending: Promise<void>[] = [];
@@ -51,7 +55,11 @@ for (let i = 0; ; i++) {
   if (opened === undefined && circuit === 'open') opened = now;
   if (opened !== undefined && closed === undefined && recoveredAt && circuit === 'closed') closed = now;
   pending.push(
-    fetch(`${router.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+    fetch(`${router.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    })
       .then(async (res) => {
         await res.arrayBuffer();
         results.push({ at: now, status: res.status });
@@ -65,7 +73,9 @@ await Promise.all(pending);
 
 const origin = performance.timeOrigin + t0;
 const cLog = bad.engine.log.map((e) => ({ at: e.tMs - origin, status: e.status }));
-const reachedWhileFailing = cLog.filter((e) => e.at >= failingAt && e.at < (opened ?? Number.POSITIVE_INFINITY));
+const reachedWhileFailing = cLog.filter(
+  (e) => e.at >= failingAt && e.at < (opened ?? Number.POSITIVE_INFINITY),
+);
 const firstBack = cLog.find((e) => e.at >= recoveredAt && e.status === 200);
 const errors = results.filter((r) => r.status !== 200).length;
 await router.close(0);
@@ -80,9 +90,15 @@ console.log('| measure | value |');
 console.log('|---|---:|');
 console.log(`| client requests | ${results.length} |`);
 console.log(`| client-visible errors | ${errors} (${((errors / results.length) * 100).toFixed(2)} %) |`);
-console.log(`| attempts C received while failing, before its circuit opened | ${reachedWhileFailing.length} |`);
-console.log(`| time from first failure to open circuit | ${opened ? `${((opened - failingAt) / 1000).toFixed(2)} s` : 'never'} |`);
+console.log(
+  `| attempts C received while failing, before its circuit opened | ${reachedWhileFailing.length} |`,
+);
+console.log(
+  `| time from first failure to open circuit | ${opened ? `${((opened - failingAt) / 1000).toFixed(2)} s` : 'never'} |`,
+);
 console.log(
   `| time from recovery to C's first successful request | ${firstBack ? `${((firstBack.at - recoveredAt) / 1000).toFixed(2)} s` : 'never'} |`,
 );
-console.log(`| time from recovery to closed circuit | ${closed ? `${((closed - recoveredAt) / 1000).toFixed(2)} s` : 'never'} |`);
+console.log(
+  `| time from recovery to closed circuit | ${closed ? `${((closed - recoveredAt) / 1000).toFixed(2)} s` : 'never'} |`,
+);
