@@ -48,6 +48,13 @@ describe('failures between router and engine', () => {
     expect(entry?.completed).toBe(false);
     expect(entry?.tokensSent).toBeLessThan(200);
     expect(await loadsOf(stack)).toEqual([0]);
+    // A client that leaves is nobody's failure: not the engine's breaker, not a broken stream.
+    await expect
+      .poll(async () => (await fetch(`${stack!.router.url}/metrics`)).text())
+      .toContain(`vllm_router_cb_outcomes_total{worker="${stack.engines[0]?.url}",outcome="aborted"} 1`);
+    const metrics = await (await fetch(`${stack.router.url}/metrics`)).text();
+    expect(metrics).not.toContain('outcome="failure"');
+    expect(metrics).not.toMatch(/vllm_router_stream_errors_total\{[^}]*\} [1-9]/);
   });
 
   it('cancels the engine request when the client leaves before the response headers', async () => {

@@ -73,7 +73,8 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
     },
     onDone: (end, error) => {
       if (end === 'end') ex.finish(res.status, outcome);
-      else if (end === 'cancel') ex.finish(res.status, { kind: 'aborted' }, 'client_disconnected');
+      else if (end === 'cancel' || ex.clientGone)
+        ex.finish(res.status, { kind: 'aborted' }, 'client_disconnected');
       else streamFailed(ex, res.status, error);
     },
     describeError: () => streamErrorMessage(ex),

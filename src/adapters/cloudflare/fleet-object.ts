@@ -1,0 +1,369 @@
+/**
+ * FleetObject: the fleet's state on Cloudflare Workers. A SQLite-backed Durable Object holding the
+ * core `Fleet` (workers, health, breakers, leases, sticky sessions, policy state); isolates call it
+ * by RPC (fleet-client.ts) for routing decisions and stream the engines' bytes themselves.
+ *
+ * - Persistence: `Fleet.exportState()` (registry, health, breakers, policy snapshots) is written to
+ *   SQLite at once after every admin change, every probe round and every call that moved a breaker
+ *   or a worker's health; other changes (processed counts, session bookkeeping) at most every
+ *   SOFT_FLUSH_MS. It is restored at start inside `blockConcurrencyWhile`; policy trees rebuild.
+ * - Leases live in memory with an expiry (the request timeout) and are reclaimed on the alarm and,
+ *   at most once a second, on routing calls. Lease numbers carry the object's start epoch, so a
+ *   lease taken before a restart can never release a lease taken after it.
+ * - The alarm runs the health tick every --health-check-interval-secs and re-arms itself.
+ * - Config: `ROUTER_CONFIG` (JSON, the router's schema) plus secrets, read the same way as in the
+ *   isolates. A config whose worker list changed since the state was saved (a redeploy) adds the
+ *   new config workers and removes the dropped ones; admin changes otherwise survive restarts.
+ */
+import { DurableObject } from 'cloudflare:workers';
+import type { RouterConfig } from '../../core/config/schema.ts';
+import { type Clock, systemClock, systemRandom, type Upstream } from '../../core/deps.ts';
+import { RouterError } from '../../core/errors.ts';
+import { discoverModels } from '../../core/fleet/discovery.ts';
+import type { Fleet, PersistedFleet } from '../../core/fleet/fleet.ts';
+import {
+  type AttemptOutcome,
+  type FleetSnapshot,
+  type ProbeReport,
+  type RouteInput,
+  WorkerConflictError,
+  type WorkerInfo,
+  type WorkerPatch,
+  type WorkerSpec,
+} from '../../core/fleet/fleet-api.ts';
+import { createFleetFromConfig, workerSpecsFromConfig } from '../../core/fleet/from-config.ts';
+import { runHealthTick } from '../../core/fleet/health-check.ts';
+import { normalizeWorkerUrl, workerId } from '../../core/fleet/workers.ts';
+import { fetchUpstream } from '../../core/http/fetch-upstream.ts';
+import { registerFleetCollector } from '../../core/observability/instruments.ts';
+import { createLogger, type Logger } from '../../core/observability/logger.ts';
+import { MetricsRegistry } from '../../core/observability/metrics.ts';
+import {
+  type AddWorkerReply,
+  type FleetEnv,
+  type FleetRpc,
+  MetricsAggregate,
+  type MetricsDelta,
+  type RouteReply,
+  readRouterConfig,
+} from './fleet-client.ts';
+
+export type { FleetEnv } from './fleet-client.ts';
+
+/** Lease numbers: epoch × LEASE_SPAN + the fleet's own lease number. */
+const LEASE_SPAN = 2 ** 32;
+const MAX_EPOCH = 2 ** 20;
+export const SOFT_FLUSH_MS = 10_000;
+const EXPIRE_EVERY_MS = 1_000;
+const STARTUP_PROBE_WAIT_MS = 5_000;
+/** SQLite rows hold at most 2 MB; JSON is cut into parts well below that (3 bytes per char at worst). */
+const PART_CHARS = 500_000;
+
+interface SavedState {
+  fleet: PersistedFleet;
+  /** Ids of the workers the config listed when this was saved. */
+  configWorkers: string[];
+}
+
+/** The object's SQLite tables: a counter of starts and the saved state in parts. */
+class StateStore {
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    private readonly sql = storage.sql,
+  ) {
+    sql.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)');
+    sql.exec(
+      'CREATE TABLE IF NOT EXISTS state (key TEXT NOT NULL, part INTEGER NOT NULL, value TEXT NOT NULL, PRIMARY KEY (key, part))',
+    );
+  }
+
+  /** 1, 2, 3, ... on each start (wrapping far beyond any realistic count). */
+  nextEpoch(): number {
+    this.sql.exec(
+      "INSERT INTO meta VALUES ('epoch', 1) ON CONFLICT(key) DO UPDATE SET value = value % ? + 1",
+      MAX_EPOCH - 1,
+    );
+    return this.sql.exec<{ value: number }>("SELECT value FROM meta WHERE key = 'epoch'").one().value;
+  }
+
+  save(key: string, value: unknown): void {
+    const text = JSON.stringify(value);
+    this.storage.transactionSync(() => {
+      this.sql.exec('DELETE FROM state WHERE key = ?', key);
+      for (let i = 0; i * PART_CHARS < text.length; i++) {
+        this.sql.exec(
+          'INSERT INTO state VALUES (?, ?, ?)',
+          key,
+          i,
+          text.slice(i * PART_CHARS, (i + 1) * PART_CHARS),
+        );
+      }
+    });
+  }
+
+  load<T>(key: string): T | undefined {
+    const rows = this.sql
+      .exec<{ value: string }>('SELECT value FROM state WHERE key = ? ORDER BY part', key)
+      .toArray();
+    return rows.length === 0 ? undefined : (JSON.parse(rows.map((r) => r.value).join('')) as T);
+  }
+}
+
+const specId = (spec: WorkerSpec) => workerId(normalizeWorkerUrl(spec.url), spec.dpRank);
+
+export class FleetObject extends DurableObject<FleetEnv> implements FleetRpc {
+  /** The object's wall clock (leases, breakers, sessions); tests may shift it. */
+  now: () => number = () => Date.now();
+  /** RPC calls served, by method (tests and benchmarks read it). */
+  readonly calls: Record<string, number> = {};
+  private readonly clock: Clock = { ...systemClock, now: () => this.now() };
+  private readonly upstream: Upstream = fetchUpstream();
+  private readonly metrics = new MetricsRegistry();
+  private readonly callCounter = this.metrics.counter(
+    'vllm_router_fleet_object_calls_total',
+    'Calls served by the fleet Durable Object, by method (Cloudflare: about 1,000/s per object)',
+    ['method'],
+  );
+  private readonly requestMetrics = new MetricsAggregate();
+  private readonly store: StateStore;
+  private config!: RouterConfig;
+  private fleet!: Fleet;
+  private logger!: Logger;
+  private leaseBase = 0;
+  /** A breaker or health flip happened during this call: persist before answering. */
+  private urgent = false;
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private nextExpiry = 0;
+
+  constructor(ctx: DurableObjectState, env: FleetEnv) {
+    super(ctx, env);
+    this.store = new StateStore(ctx.storage);
+    void ctx.blockConcurrencyWhile(() => this.start());
+  }
+
+  private async start(): Promise<void> {
+    this.config = readRouterConfig(this.env);
+    this.logger = createLogger({
+      ...this.config.log,
+      sink: (line, level) =>
+        level === 'warn' || level === 'error' ? console.error(line) : console.log(line),
+    });
+    this.fleet = createFleetFromConfig(this.config, {
+      clock: this.clock,
+      random: systemRandom,
+      metrics: this.metrics,
+      onEvent: (level, message, fields) => {
+        this.urgent = true;
+        this.logger.log(level, message, fields);
+      },
+    });
+    registerFleetCollector(this.metrics, this.fleet);
+    this.leaseBase = this.store.nextEpoch() * LEASE_SPAN;
+
+    const configWorkers = workerSpecsFromConfig(this.config);
+    const saved = this.store.load<SavedState>('fleet');
+    let probeNow = saved === undefined;
+    if (saved) {
+      this.fleet.restoreState(saved.fleet);
+      // A worker that was draining when the state was saved has no lease left to finish it.
+      for (const w of this.fleet.listWorkers()) if (w.draining) this.fleet.removeWorker(w.id);
+      probeNow = this.reconcile(configWorkers, saved.configWorkers);
+    }
+    // New workers get a first probe before the object serves anything, but no longer than
+    // STARTUP_PROBE_WAIT_MS (blockConcurrencyWhile gives up after 30 s); the rest lands later.
+    if (probeNow) {
+      await Promise.race([this.probe(), new Promise((r) => setTimeout(r, STARTUP_PROBE_WAIT_MS))]);
+    }
+    this.persist();
+    if ((await this.ctx.storage.getAlarm()) === null)
+      await this.ctx.storage.setAlarm(this.now() + this.period());
+  }
+
+  /** Applies a changed config worker list to a restored registry; true when workers were added. */
+  private reconcile(wanted: WorkerSpec[], before: string[]): boolean {
+    const ids = wanted.map(specId);
+    if (ids.length === before.length && ids.every((id, i) => id === before[i])) return false;
+    for (const id of before) if (!ids.includes(id)) this.fleet.removeWorker(id);
+    let added = false;
+    for (const spec of wanted) {
+      if (this.fleet.getWorker(specId(spec))) continue;
+      this.fleet.addWorker(spec);
+      added = true;
+    }
+    return added;
+  }
+
+  /** One health tick (or, with health checks off, a models lookup), then persist; never throws. */
+  private async probe(): Promise<void> {
+    try {
+      if (!this.config.health.disabled) {
+        await runHealthTick({
+          fleet: this.fleet,
+          upstream: this.upstream,
+          clock: this.clock,
+          config: this.config,
+        });
+      } else {
+        await discoverModels(this.fleet, this.upstream, {
+          clock: this.clock,
+          timeoutMs: this.config.health.timeoutSecs * 1000,
+          ...(this.config.workers.apiKey === undefined ? {} : { apiKey: this.config.workers.apiKey }),
+        });
+      }
+    } catch (err) {
+      this.logger.warn('health tick failed', { error: err });
+    }
+    this.persist();
+  }
+
+  /** Alarm period: the health-check interval, or (checks off) the lease TTL for reclaiming leases. */
+  private period(): number {
+    const secs = this.config.health.disabled
+      ? this.config.server.requestTimeoutSecs
+      : this.config.health.intervalSecs;
+    return Math.max(1000, secs * 1000);
+  }
+
+  override async alarm(): Promise<void> {
+    this.calls.alarm = (this.calls.alarm ?? 0) + 1;
+    try {
+      this.fleet.expireLeases();
+      if (!this.config.health.disabled) await this.probe();
+      else this.persist();
+    } finally {
+      await this.ctx.storage.setAlarm(this.now() + this.period());
+    }
+  }
+
+  // ---- persistence ---------------------------------------------------------------------------
+
+  /** Writes pending changes now (what the soft-flush timer does within SOFT_FLUSH_MS). */
+  flush(): void {
+    this.persist();
+  }
+
+  private persist(): void {
+    this.urgent = false;
+    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const state: SavedState = {
+      fleet: this.fleet.exportState(),
+      configWorkers: workerSpecsFromConfig(this.config).map(specId),
+    };
+    this.store.save('fleet', state);
+  }
+
+  /** After a call that changed state: persist now if it mattered, else within SOFT_FLUSH_MS. */
+  private changed(): void {
+    if (this.urgent) this.persist();
+    else this.flushTimer ??= setTimeout(() => this.persist(), SOFT_FLUSH_MS);
+  }
+
+  /** Serves one RPC call: counts it, then persists what it changed (`now`) or schedules it (`soon`). */
+  private serve<T>(method: string, fn: () => T, write?: 'now' | 'soon'): T {
+    this.calls[method] = (this.calls[method] ?? 0) + 1;
+    this.callCounter.labels(method).inc();
+    const result = fn();
+    if (write === 'now') this.persist();
+    else if (write === 'soon') this.changed();
+    return result;
+  }
+
+  private expireDue(): void {
+    const now = this.now();
+    if (now < this.nextExpiry) return;
+    this.nextExpiry = now + EXPIRE_EVERY_MS;
+    this.fleet.expireLeases();
+  }
+
+  // ---- RPC -----------------------------------------------------------------------------------
+
+  async route(input: RouteInput): Promise<RouteReply> {
+    this.expireDue();
+    return this.serve('route', () => this.routeOnce(input), 'soon');
+  }
+
+  private routeOnce(input: RouteInput): RouteReply {
+    try {
+      const result = this.fleet.route(input);
+      return result.ok ? { ...result, lease: this.leaseBase + result.lease } : result;
+    } catch (err) {
+      if (!(err instanceof RouterError)) throw err;
+      const error: Extract<RouteReply, { code: 'router_error' }>['error'] = {
+        code: err.code,
+        message: err.message,
+      };
+      if (err.param !== null) error.param = err.param;
+      if (err.retryAfterSecs !== undefined) error.retryAfterSecs = err.retryAfterSecs;
+      return { ok: false, code: 'router_error', error };
+    }
+  }
+
+  async settle(lease: number, outcome: AttemptOutcome, metrics?: MetricsDelta): Promise<boolean> {
+    if (metrics) this.requestMetrics.add(metrics);
+    const local = lease - this.leaseBase;
+    // A lease from before a restart is already gone (and its number may be reused).
+    const ours = local > 0 && local < LEASE_SPAN;
+    return this.serve('settle', () => ours && this.fleet.settle(local, outcome), 'soon');
+  }
+
+  async listWorkers(): Promise<WorkerInfo[]> {
+    this.expireDue();
+    return this.serve('listWorkers', () => this.fleet.listWorkers());
+  }
+
+  async getWorker(id: string): Promise<WorkerInfo | undefined> {
+    return this.serve('getWorker', () => this.fleet.getWorker(id));
+  }
+
+  async addWorker(spec: WorkerSpec): Promise<AddWorkerReply> {
+    return this.serve(
+      'addWorker',
+      (): AddWorkerReply => {
+        try {
+          return { ok: true, worker: this.fleet.addWorker(spec) };
+        } catch (err) {
+          if (err instanceof WorkerConflictError) return { ok: false, conflict: err.message };
+          throw err;
+        }
+      },
+      'now',
+    );
+  }
+
+  async updateWorker(id: string, patch: WorkerPatch): Promise<WorkerInfo | undefined> {
+    return this.serve('updateWorker', () => this.fleet.updateWorker(id, patch), 'now');
+  }
+
+  async recordProbes(reports: ProbeReport[]): Promise<void> {
+    return this.serve('recordProbes', () => this.fleet.recordProbes(reports), 'now');
+  }
+
+  async removeWorker(id: string): Promise<boolean> {
+    return this.serve('removeWorker', () => this.fleet.removeWorker(id), 'now');
+  }
+
+  async setWorkerModels(id: string, models: string[]): Promise<void> {
+    return this.serve('setWorkerModels', () => this.fleet.setWorkerModels(id, models), 'now');
+  }
+
+  async finishSession(sessionId: string): Promise<void> {
+    return this.serve('finishSession', () => this.fleet.finishSession(sessionId), 'soon');
+  }
+
+  async models(): Promise<string[]> {
+    return this.serve('models', () => this.fleet.models());
+  }
+
+  async snapshot(): Promise<FleetSnapshot> {
+    this.expireDue();
+    return this.serve('snapshot', () => this.fleet.snapshot());
+  }
+
+  async metricsText(metrics?: MetricsDelta): Promise<string> {
+    if (metrics) this.requestMetrics.add(metrics);
+    this.expireDue();
+    const fleetText = await this.serve('metricsText', () => this.metrics.render());
+    return fleetText + this.requestMetrics.render();
+  }
+}

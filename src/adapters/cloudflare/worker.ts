@@ -1,0 +1,227 @@
+/**
+ * `vllm-edge-router` on Cloudflare Workers: the fetch handler.
+ *
+ * Each isolate builds the core app once (cached) from `env.ROUTER_CONFIG` (JSON, validated by the
+ * router's schema) and the secrets (`ROUTER_API_KEY` → `workers.apiKey`), around a `FleetApi` that
+ * calls the `FleetObject` Durable Object by RPC. The isolate fetches the engines itself (the Web
+ * `fetch` transport) and streams their bytes to the client: only routing calls reach the object,
+ * never bodies. A request that succeeds on its first attempt makes exactly two object calls:
+ * `route`, then `settle` (kept alive with `waitUntil`).
+ *
+ * /metrics is rendered by the object: its fleet metrics (worker health, load, breakers, policy
+ * decisions) plus the request metrics every isolate counts locally and ships, piggybacked on a
+ * settle it makes anyway (at most once per METRICS_SHIP_MS) and on every /metrics call it serves.
+ * No extra object calls; see docs/cloudflare.md for what that leaves out.
+ */
+import { waitUntil } from 'cloudflare:workers';
+import type { Hono } from 'hono';
+import { createRouterApp } from '../../core/app.ts';
+import { ConfigError } from '../../core/config/errors.ts';
+import { systemClock, systemRandom } from '../../core/deps.ts';
+import { errorResponse, RouterError } from '../../core/errors.ts';
+import { fetchUpstream } from '../../core/http/fetch-upstream.ts';
+import { createInstruments } from '../../core/observability/instruments.ts';
+import { createLogger, type Logger } from '../../core/observability/logger.ts';
+import { MetricsRegistry } from '../../core/observability/metrics.ts';
+import { FleetClient, type FleetEnv, type MetricsDelta, readRouterConfig } from './fleet-client.ts';
+
+export { FleetObject } from './fleet-object.ts';
+
+// The main module may export only handlers and classes (workerd rejects other values).
+
+/** Longest time an isolate keeps request metrics before shipping them with a settle. */
+const METRICS_SHIP_MS = 1000;
+
+type Family = ReturnType<typeof createInstruments>[keyof ReturnType<typeof createInstruments>];
+
+/**
+ * The isolate's metrics registry. The core counts requests into it as usual; `render()` (the
+ * core's /metrics route) asks the object instead, shipping what was counted here first.
+ */
+class IsolateMetrics extends MetricsRegistry {
+  client: FleetClient | undefined;
+  private families: Family[] = [];
+  private shippedAt = 0;
+
+  /** Starts tracking the core's request metric families (after the app created them). */
+  track(): void {
+    this.families = Object.values(createInstruments(this));
+  }
+
+  /** What was counted since the last shipment, if any, and if due (or `force`). Resets it. */
+  take(force = false): MetricsDelta | undefined {
+    const now = Date.now();
+    if (!force && now - this.shippedAt < METRICS_SHIP_MS) return undefined;
+    this.shippedAt = now;
+    const delta: MetricsDelta = [];
+    for (const family of this.families) {
+      const lines: string[] = [];
+      family.render(lines);
+      family.clear();
+      const head: string[] = [];
+      const series: [string, number][] = [];
+      for (const line of lines) {
+        if (line.startsWith('#')) head.push(line);
+        else {
+          const space = line.lastIndexOf(' ');
+          series.push([line.slice(0, space), Number(line.slice(space + 1))]);
+        }
+      }
+      if (series.length > 0) delta.push({ name: family.name, head, series });
+    }
+    return delta.length > 0 ? delta : undefined;
+  }
+
+  override async render(): Promise<string> {
+    if (!this.client) return '';
+    return this.client.metricsText(this.take(true));
+  }
+}
+
+interface WorkerRouter {
+  app: Hono;
+  client: FleetClient;
+  metrics: IsolateMetrics;
+  logger: Logger;
+}
+
+let cached: { key: string; router: WorkerRouter | { error: ConfigError } } | undefined;
+
+/** The isolate's router for this environment (built on first use, then cached). */
+function routerFor(env: FleetEnv): WorkerRouter | { error: ConfigError } {
+  const key = `${env.ROUTER_CONFIG ?? ''}\u0000${env.ROUTER_API_KEY ?? ''}`;
+  if (cached?.key === key) return cached.router;
+  let router: WorkerRouter | { error: ConfigError };
+  try {
+    router = buildRouter(env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    router = { error: err };
+  }
+  cached = { key, router };
+  return router;
+}
+
+function buildRouter(env: FleetEnv): WorkerRouter {
+  const config = readRouterConfig(env);
+  const logger = createLogger({
+    ...config.log,
+    sink: (line, level) => (level === 'warn' || level === 'error' ? console.error(line) : console.log(line)),
+  });
+  const metrics = new IsolateMetrics();
+  const client = new FleetClient(env.FLEET, {
+    waitUntil,
+    takeMetrics: () => metrics.take(),
+    onSettleError: (error) => logger.warn('settle did not reach the fleet object', { error }),
+  });
+  metrics.client = client;
+  const app = createRouterApp(config, {
+    clock: systemClock,
+    random: systemRandom,
+    upstream: fetchUpstream(),
+    fleet: client,
+    logger,
+    metrics,
+  });
+  metrics.track();
+  return { app, client, metrics, logger };
+}
+
+/**
+ * How a client's departure reaches the core in workerd.
+ * - The request is held open (waitUntil) until its response body is over: when a client leaves,
+ *   workerd otherwise ends the request without running any of its callbacks (no stream cancel, no
+ *   abort event), so the relay would never settle the lease and it would wait for its expiry.
+ * - Before the response exists, the departure (request.signal, with the enable_request_signal
+ *   flag) aborts the core's client signal: the core cancels the engine request and settles the
+ *   lease as aborted. Once the response exists, it cancels the body instead, which the relay
+ *   settles as aborted too; through the signal the relay would count a broken upstream stream.
+ * Without that flag (and locally: Miniflare does not fire it), a client that leaves before the
+ * response exists goes unnoticed: the engine request runs to its end and the response is dropped
+ * unread, so its lease waits for its expiry (the request timeout) in the object.
+ */
+class ClientLink {
+  private readonly controller = new AbortController();
+  private release!: () => void;
+  private reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  private over = false;
+
+  constructor(
+    private readonly request: Request,
+    ctx: ExecutionContext,
+  ) {
+    ctx.waitUntil(
+      new Promise<void>((resolve) => {
+        this.release = resolve;
+      }),
+    );
+    request.signal.addEventListener('abort', () => this.clientLeft(), { once: true });
+  }
+
+  /** The request the core sees: the client's, with the signal this link controls. */
+  get forCore(): Request {
+    return new Request(this.request, { signal: this.controller.signal });
+  }
+
+  respond(res: Response): Response {
+    if (res.body === null) {
+      this.end();
+      return res;
+    }
+    this.reader = res.body.getReader();
+    const body = new ReadableStream<Uint8Array>(
+      { pull: (c) => this.pull(c), cancel: (reason) => this.cancel(reason) },
+      { highWaterMark: 0 },
+    );
+    return new Response(body, res);
+  }
+
+  end(): void {
+    if (this.over) return;
+    this.over = true;
+    this.release();
+  }
+
+  private clientLeft(): void {
+    if (this.over) return;
+    if (this.reader) void this.cancel('client disconnected');
+    else this.controller.abort('client disconnected');
+  }
+
+  private async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    try {
+      const result = await (this.reader as ReadableStreamDefaultReader<Uint8Array>).read();
+      if (!result.done) {
+        controller.enqueue(result.value);
+        return;
+      }
+      controller.close();
+    } catch (err) {
+      controller.error(err);
+    }
+    this.end();
+  }
+
+  private async cancel(reason: unknown): Promise<void> {
+    await this.reader?.cancel(reason).catch(() => {});
+    this.end();
+  }
+}
+
+export default {
+  async fetch(request, env, ctx): Promise<Response> {
+    const router = routerFor(env);
+    if ('error' in router) {
+      return errorResponse(
+        new RouterError('internal_error', `invalid configuration: ${router.error.message}`),
+      );
+    }
+    const link = new ClientLink(request, ctx);
+    try {
+      return link.respond(await router.app.fetch(link.forCore, env, ctx));
+    } catch (err) {
+      link.end();
+      throw err;
+    }
+  },
+} satisfies ExportedHandler<FleetEnv>;

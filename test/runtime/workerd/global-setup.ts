@@ -1,0 +1,25 @@
+/**
+ * Runs in Node before the workerd tests: starts the simulated engines on loopback (port 0) and
+ * provides their URLs (vitest.workers.config.ts passes them to the Worker as ROUTER_CONFIG; the
+ * tests read them with inject('engines')). Stops them by handle afterwards.
+ */
+import type { TestProject } from 'vitest/node';
+import { startSimEngine } from '../../../src/sim/node.ts';
+import type { TestEngines } from './router-config.ts';
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const start = (id: string, model: string, unhealthy = false) =>
+    startSimEngine({ id, models: [model], unhealthy, host: '127.0.0.1', port: 0, ttftMs: 2, itlMs: 2 });
+  const running = await Promise.all([
+    start('sim-a', 'sim-model'),
+    start('sim-b', 'sim-model'),
+    start('sim-flaky', 'flaky-model'),
+    start('sim-sick', 'sick-model', true),
+  ]);
+  const [a, b, flaky, sick] = running.map((r) => r.url) as [string, string, string, string];
+  const engines: TestEngines = { a, b, flaky, sick };
+  project.provide('engines', engines);
+  return async () => {
+    await Promise.all(running.map((r) => r.close()));
+  };
+}

@@ -1,0 +1,188 @@
+/**
+ * The Worker end to end inside workerd: its fetch handler routes to simulated engines on loopback
+ * (served by Node) through the FleetObject, streaming and not; a breaker opened by one request is
+ * seen by the next; admin, /metrics and config errors. Client disconnects need a real HTTP client:
+ * client-disconnect.node.test.ts.
+ */
+import { createExecutionContext, SELF, waitOnExecutionContext } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import { afterAll, describe, expect, it } from 'vitest';
+import worker from '../../../src/adapters/cloudflare/worker.ts';
+import { configureEngine, engineLog, engines, inObject, resetEngine, routerFleetStub } from './helpers.ts';
+
+const chat = (extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'Tell me a story' }], ...extra });
+
+const post = (body: string, path = '/v1/chat/completions') =>
+  SELF.fetch(`http://router${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
+
+const objectCalls = () => inObject(routerFleetStub(), (instance) => ({ ...instance.calls }));
+
+const loads = async () =>
+  (
+    (await (await SELF.fetch('http://router/get_loads')).json()) as { workers: { load: number }[] }
+  ).workers.map((w) => w.load);
+
+/** True once a complete SSE event carries a non-empty content delta. */
+function hasContentToken(text: string): boolean {
+  return text
+    .split('\n\n')
+    .slice(0, -1)
+    .some((event) => {
+      if (!event.startsWith('data: {')) return false;
+      const chunk = JSON.parse(event.slice(6)) as { choices?: { delta?: { content?: string } }[] };
+      return (chunk.choices?.[0]?.delta?.content ?? '') !== '';
+    });
+}
+
+const timing = async (settings: Record<string, unknown>) => {
+  for (const url of [engines.a, engines.b]) {
+    await configureEngine(url, settings);
+    await resetEngine(url);
+  }
+};
+
+describe('Worker', () => {
+  afterAll(() => timing({ tokens: 16, 'ttft-ms': 2, 'itl-ms': 2 }));
+
+  it('routes a chat completion to an engine with exactly two object calls (route, settle)', async () => {
+    const before = await objectCalls();
+    const res = await post(chat({ max_tokens: 8 }));
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { object: string; choices: { message: { content: string } }[] };
+    expect(body.object).toBe('chat.completion');
+    expect(body.choices[0]?.message.content.length).toBeGreaterThan(0);
+    expect(res.headers.get('x-router-attempts')).toBe('1');
+    expect([engines.a, engines.b]).toContain(res.headers.get('x-routed-worker-id'));
+    await expect.poll(async () => (await objectCalls()).settle ?? 0).toBe((before.settle ?? 0) + 1);
+    const after = await objectCalls();
+    const made = Object.entries(after)
+      .map(([method, n]) => [method, n - (before[method] ?? 0)] as const)
+      .filter(([, n]) => n > 0);
+    expect(Object.fromEntries(made)).toEqual({ route: 1, settle: 1 });
+    expect(await loads()).toEqual([0, 0]);
+  });
+
+  it('streams tokens as the engine produces them (first token before the engine finished)', async () => {
+    await timing({ tokens: 8, 'ttft-ms': 10, 'itl-ms': 40 });
+    const started = performance.now();
+    const res = await post(chat({ stream: true }));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const engine = res.headers.get('x-routed-worker-id') as string;
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    let firstTokenAt: number | undefined;
+    let engineDoneAtFirstToken: boolean | undefined;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      if (firstTokenAt === undefined && hasContentToken(text)) {
+        firstTokenAt = performance.now();
+        engineDoneAtFirstToken = (await engineLog(engine)).some((e) => e.tEndMs !== null);
+      }
+    }
+    const total = performance.now() - started;
+    expect(engineDoneAtFirstToken).toBe(false);
+    expect((firstTokenAt as number) - started).toBeLessThan(total / 2);
+    expect(total).toBeGreaterThanOrEqual(7 * 40 - 20);
+    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    expect(text.match(/chat\.completion\.chunk/g)?.length).toBeGreaterThanOrEqual(8);
+    await expect.poll(loads).toEqual([0, 0]);
+  });
+
+  it('a breaker opened through one request is seen by the next', async () => {
+    const added = await SELF.fetch('http://router/workers', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: engines.flaky, circuit_breaker: { failure_threshold: 2 } }),
+    });
+    expect(added.status).toBe(201);
+    const again = await SELF.fetch('http://router/workers', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: engines.flaky }),
+    });
+    expect(again.status).toBe(409); // WorkerConflictError, raised in the object, across RPC
+    const workerPath = `http://router/workers/${encodeURIComponent(engines.flaky)}`;
+    expect(await (await SELF.fetch(workerPath)).json()).toMatchObject({
+      healthy: true,
+      models: ['flaky-model'],
+      circuit: 'closed',
+    });
+    try {
+      await configureEngine(engines.flaky, { 'fail-mode': 'status', 'fail-status': 500 });
+      await resetEngine(engines.flaky);
+
+      const first = await post(JSON.stringify({ model: 'flaky-model', prompt: 'hi' }), '/v1/completions');
+      expect(first.status).toBe(500); // the engine's own answer, after 2 attempts
+      expect(first.headers.get('x-router-attempts')).toBe('2');
+      await first.arrayBuffer();
+      expect(await engineLog(engines.flaky)).toHaveLength(2);
+      expect(await (await SELF.fetch(workerPath)).json()).toMatchObject({ circuit: 'open' });
+
+      const second = await post(JSON.stringify({ model: 'flaky-model', prompt: 'hi' }), '/v1/completions');
+      expect(second.status).toBe(503);
+      expect(second.headers.get('x-router-error-code')).toBe('no_available_workers');
+      await second.arrayBuffer();
+      expect(await engineLog(engines.flaky)).toHaveLength(2); // never reached the engine
+    } finally {
+      await configureEngine(engines.flaky, { 'fail-mode': 'none' });
+      expect((await SELF.fetch(workerPath, { method: 'DELETE' })).status).toBe(202);
+    }
+  });
+
+  it('serves /metrics from the object: fleet state plus the request counts isolates shipped', async () => {
+    const scrape = async () => {
+      const res = await SELF.fetch('http://router/metrics');
+      expect(res.headers.get('content-type')).toContain('text/plain');
+      const text = await res.text();
+      return (series: string) => {
+        const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+        return line === undefined ? 0 : Number(line.slice(series.length + 1));
+      };
+    };
+    const ok = 'vllm_router_requests_total{route="/v1/chat/completions",method="POST",status="200"}';
+    const durations = 'vllm_router_request_duration_seconds_count{route="/v1/chat/completions"}';
+    const was = await scrape();
+    for (let i = 0; i < 3; i++) await (await post(chat())).arrayBuffer();
+    const now = await scrape();
+    expect(now(ok) - was(ok)).toBe(3);
+    expect(now(durations) - was(durations)).toBe(3);
+    expect(now(`vllm_router_worker_health{worker="${engines.a}"}`)).toBe(1);
+    expect(
+      now(`vllm_router_cb_state_transitions_total{worker="${engines.flaky}",from="closed",to="open"}`),
+    ).toBe(1);
+    const text = await (await SELF.fetch('http://router/metrics')).text();
+    expect(text.split('\n').filter((l) => l.startsWith('# TYPE vllm_router_requests_total ')).length).toBe(1);
+  });
+
+  it('reaches the object for /v1/models, /health and /finish_session', async () => {
+    const models = (await (await SELF.fetch('http://router/v1/models')).json()) as { data: { id: string }[] };
+    expect(models.data.map((m) => m.id)).toEqual(['sim-model']);
+    expect((await SELF.fetch('http://router/health')).status).toBe(200);
+    const finished = await SELF.fetch('http://router/finish_session?session_id=abc', { method: 'POST' });
+    expect(await finished.json()).toEqual({ session_id: 'abc', finished: true });
+  });
+
+  it('answers 500 naming the field when ROUTER_CONFIG is invalid', async () => {
+    const call = async (ROUTER_CONFIG: string) => {
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(new Request('http://router/v1/models'), { ...env, ROUTER_CONFIG }, ctx);
+      await waitOnExecutionContext(ctx);
+      return { status: res.status, body: (await res.json()) as { error: { message: string } } };
+    };
+    const bad = await call('{"retry": {"maxRetries": 0}}');
+    expect(bad.status).toBe(500);
+    expect(bad.body.error.message).toContain('retry.maxRetries');
+    const notJson = await call('{retry');
+    expect(notJson.status).toBe(500);
+    expect(notJson.body.error.message).toContain('ROUTER_CONFIG: not valid JSON');
+  });
+});
