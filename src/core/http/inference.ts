@@ -71,8 +71,21 @@ export function registerInferenceRoutes(app: Hono, config: RouterConfig, ctx: Pi
         } else {
           const bytes = await readBody(c, limit);
           body = bytes;
-          if (jsonRequired || (bytes.byteLength > 0 && json))
-            info = requestInfoFromJson(parseJsonBody(bytes));
+          if (jsonRequired || (bytes.byteLength > 0 && json)) {
+            const parsed = parseJsonBody(bytes);
+            info = requestInfoFromJson(parsed);
+            if (readsRequest) {
+              const header = (name: string) => c.req.header(name);
+              const keys = extractRoutingInput(
+                parsed as Record<string, unknown>,
+                route,
+                header,
+                needs,
+                policy.sessionKey,
+              );
+              Object.assign(info, keys);
+            }
+          }
         }
       }
     } catch (err) {

@@ -1,0 +1,228 @@
+/**
+ * Routing-quality benchmark: multi-turn chat conversations through the real router against 4
+ * simulated engines with prefix caches (TTFT grows with uncached prompt blocks; a bounded number
+ * of running requests per engine, so load imbalance shows up as queueing).
+ *   npx tsx bench/routing.ts        # CONVERSATIONS=64 TURNS=8 CONCURRENCY=16 (POLICIES=a,b: a subset)
+ * Each conversation has a long distinct system prompt; every turn sends the whole history (the
+ * previous answers included) with `x-session-id: conv-<i>`; conversations interleave at a fixed
+ * concurrency (one turn in flight per conversation). Per policy: the engines' prefix-cache hit
+ * rate (cached / prompt blocks, from the engine logs), client-side TTFT (first streamed byte),
+ * and the load imbalance: max over engines of the time-averaged in-flight requests, divided by
+ * their mean. The oracle bypasses the router and pins conversation i to engine i mod 4.
+ */
+import { startNodeRouter } from '../src/adapters/node/server.ts';
+import { parseRouterConfig } from '../src/core/config/schema.ts';
+import { type RunningSimEngine, startSimEngine } from '../src/sim/node.ts';
+
+const CONVERSATIONS = Number(process.env.CONVERSATIONS ?? 64);
+const TURNS = Number(process.env.TURNS ?? 8);
+const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
+const ENGINES = 4;
+const SIM = {
+  ttftMs: 5,
+  blockMs: 1,
+  blockChars: 64,
+  // Room for about a quarter of the conversations' histories per engine, not for all of them.
+  cacheBlocks: 2400,
+  maxRunning: 6,
+  tokens: 24,
+  itlMs: 0,
+};
+const ALL_POLICIES = [
+  'round_robin',
+  'random',
+  'power_of_two',
+  'consistent_hash',
+  'rendezvous_hash',
+  'sticky_least_loaded',
+  'least_loaded',
+  'cache_aware',
+];
+/** POLICIES=cache_aware,round_robin runs a subset (round_robin and cache_aware are always run). */
+const POLICIES = process.env.POLICIES
+  ? ALL_POLICIES.filter((p) =>
+      ['round_robin', 'cache_aware', ...(process.env.POLICIES ?? '').split(',')].includes(p),
+    )
+  : ALL_POLICIES;
+
+interface Message {
+  role: string;
+  content: string;
+}
+
+/** A seeded PRNG, so every policy sees the same conversations. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november'.split(
+  ' ',
+);
+function words(rand: () => number, n: number): string {
+  return Array.from({ length: n }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' ');
+}
+
+function systemPrompt(i: number): string {
+  const rand = prng(1000 + i);
+  return `You are assistant #${i} for team ${words(rand, 3)}. Policies: ${words(rand, 560)}.`;
+}
+
+function userTurn(i: number, turn: number): string {
+  return `Turn ${turn} of conversation ${i}: ${words(prng(i * 100 + turn), 40)}?`;
+}
+
+interface Sample {
+  ttftMs: number;
+}
+
+/** Sends one streamed chat turn; returns the TTFT and the assistant's answer. */
+async function chat(
+  url: string,
+  conv: number,
+  messages: Message[],
+): Promise<{ ttftMs: number; answer: string }> {
+  const started = performance.now();
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-session-id': `conv-${conv}` },
+    body: JSON.stringify({ model: 'sim-model', messages, stream: true, max_tokens: SIM.tokens }),
+  });
+  if (res.status !== 200 || !res.body) throw new Error(`status ${res.status}: ${await res.text()}`);
+  let ttftMs = -1;
+  let raw = '';
+  const decoder = new TextDecoder();
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (ttftMs < 0) ttftMs = performance.now() - started;
+    raw += decoder.decode(value, { stream: true });
+  }
+  let answer = '';
+  for (const line of raw.split('\n')) {
+    if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+    const delta = JSON.parse(line.slice(6)).choices?.[0]?.delta?.content;
+    if (typeof delta === 'string') answer += delta;
+  }
+  return { ttftMs, answer };
+}
+
+interface Result {
+  name: string;
+  hitRate: number;
+  meanTtft: number;
+  p99Ttft: number;
+  imbalance: number;
+  requests: number[];
+}
+
+async function run(name: string, policy: string | null): Promise<Result> {
+  const engines: RunningSimEngine[] = await Promise.all(
+    Array.from({ length: ENGINES }, (_, i) => startSimEngine({ id: `e${i}`, seed: 1 + i, ...SIM })),
+  );
+  const router =
+    policy === null
+      ? undefined
+      : await startNodeRouter(
+          parseRouterConfig({
+            server: { host: '127.0.0.1', port: 0 },
+            metrics: { port: 0 },
+            workers: { urls: engines.map((e) => e.url), models: ['sim-model'] },
+            policy: { name: policy },
+            log: { level: 'error' },
+          }),
+          { logSink: () => {}, metricsListener: false },
+        );
+  const target = (conv: number) => router?.url ?? (engines[conv % ENGINES] as RunningSimEngine).url;
+
+  // Time-averaged in-flight (running + waiting) per engine.
+  const inflight = new Array<number>(ENGINES).fill(0);
+  let ticks = 0;
+  const sampler = setInterval(() => {
+    ticks++;
+    engines.forEach((e, i) => {
+      const s = e.engine.stats();
+      inflight[i] = (inflight[i] as number) + s.running + s.waiting;
+    });
+  }, 2);
+
+  const histories: Message[][] = Array.from({ length: CONVERSATIONS }, (_, i) => [
+    { role: 'system', content: systemPrompt(i) },
+  ]);
+  const turnsDone = new Array<number>(CONVERSATIONS).fill(0);
+  const queue = Array.from({ length: CONVERSATIONS }, (_, i) => i);
+  const samples: Sample[] = [];
+  const loop = async () => {
+    for (;;) {
+      const conv = queue.shift();
+      if (conv === undefined) return;
+      const history = histories[conv] as Message[];
+      history.push({ role: 'user', content: userTurn(conv, turnsDone[conv] as number) });
+      const { ttftMs, answer } = await chat(target(conv), conv, history);
+      history.push({ role: 'assistant', content: answer });
+      samples.push({ ttftMs });
+      turnsDone[conv] = (turnsDone[conv] as number) + 1;
+      if ((turnsDone[conv] as number) < TURNS) queue.push(conv);
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, loop));
+  clearInterval(sampler);
+
+  let cached = 0;
+  let blocks = 0;
+  const requests: number[] = [];
+  for (const e of engines) {
+    const log = e.engine.log.filter((entry) => entry.path.endsWith('/chat/completions'));
+    requests.push(log.length);
+    for (const entry of log) {
+      cached += entry.cachedBlocks ?? 0;
+      blocks += entry.promptBlocks ?? 0;
+    }
+  }
+  await router?.close(0);
+  await Promise.all(engines.map((e) => e.close()));
+  const ttfts = samples.map((s) => s.ttftMs).sort((a, b) => a - b);
+  const avg = inflight.map((v) => v / Math.max(1, ticks));
+  const mean = avg.reduce((a, b) => a + b, 0) / ENGINES;
+  return {
+    name,
+    hitRate: blocks === 0 ? 0 : cached / blocks,
+    meanTtft: ttfts.reduce((a, b) => a + b, 0) / ttfts.length,
+    p99Ttft: ttfts[Math.min(ttfts.length - 1, Math.floor(ttfts.length * 0.99))] as number,
+    imbalance: mean === 0 ? 1 : Math.max(...avg) / mean,
+    requests,
+  };
+}
+
+const results: Result[] = [await run('oracle (conversation i → engine i mod 4, no router)', null)];
+for (const p of POLICIES) results.push(await run(p, p));
+
+console.log(
+  `Routing quality: ${CONVERSATIONS} conversations × ${TURNS} turns, concurrency ${CONCURRENCY}, ` +
+    `${ENGINES} simulated engines (prefix cache ${SIM.cacheBlocks} blocks of ${SIM.blockChars} chars, ` +
+    `TTFT ${SIM.ttftMs} ms + ${SIM.blockMs} ms per uncached block, ${SIM.maxRunning} running per engine)\n`,
+);
+console.log(
+  '| policy | prefix-cache hit rate | mean TTFT (ms) | p99 TTFT (ms) | max/mean in-flight | requests per engine |',
+);
+console.log('|---|---:|---:|---:|---:|---|');
+for (const r of results) {
+  console.log(
+    `| ${r.name} | ${(r.hitRate * 100).toFixed(1)} % | ${r.meanTtft.toFixed(1)} | ${r.p99Ttft.toFixed(1)} | ` +
+      `${r.imbalance.toFixed(2)} | ${r.requests.join(' / ')} |`,
+  );
+}
+const oracle = results[0] as Result;
+const ca = results.find((r) => r.name === 'cache_aware') as Result;
+const rr = results.find((r) => r.name === 'round_robin') as Result;
+console.log(
+  `\ncache_aware: ${((ca.hitRate / oracle.hitRate) * 100).toFixed(1)} % of the oracle's hit rate ` +
+    `(target ≥ 90 %), max/mean load ${ca.imbalance.toFixed(2)} (target ≤ 1.3), ` +
+    `${(ca.hitRate / Math.max(rr.hitRate, 1e-9)).toFixed(1)}x round_robin's hit rate (target ≥ 2x)`,
+);
