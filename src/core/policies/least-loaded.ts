@@ -50,6 +50,12 @@ export function createLeastLoaded(ctx: PolicyContext): Policy {
       if (table.size < maxSessions && utf8Length(id) <= maxSessionIdBytes) table.assign(id, chosen.id, now);
       return chosen;
     },
+    snapshot() {
+      return { sessions: table.export() };
+    },
+    restore(state: unknown) {
+      table.import((state as { sessions?: unknown } | undefined)?.sessions);
+    },
     finishSession(sessionId: string) {
       table.release(sessionId);
     },

@@ -100,6 +100,32 @@ export class SessionTable {
     for (const [id, e] of this.pinned) if (e.worker === worker) this.release(id);
   }
 
+  /** Every live session, least recently used first (plain JSON, for a restart). */
+  export(): [string, SessionEntry][] {
+    return [...this.pinned].map(([id, e]) => [id, { ...e }]);
+  }
+
+  /** Loads what `export` returned; aging at the next use drops what expired meanwhile. */
+  import(entries: unknown): void {
+    this.clear();
+    if (!Array.isArray(entries)) return;
+    for (const item of entries) {
+      if (!Array.isArray(item)) continue;
+      const [id, e] = item as [unknown, Partial<SessionEntry> | undefined];
+      if (typeof id !== 'string' || typeof e?.worker !== 'string' || typeof e.lastAccess !== 'number')
+        continue;
+      const entry: SessionEntry = {
+        worker: e.worker,
+        lastAccess: e.lastAccess,
+        assignedAt: e.assignedAt ?? e.lastAccess,
+      };
+      this.pinned.set(id, entry);
+      this.active.set(id, entry);
+      bump(this.pinnedCounts, entry.worker, 1);
+      bump(this.activeCounts, entry.worker, 1);
+    }
+  }
+
   clear(): void {
     this.pinned.clear();
     this.active.clear();

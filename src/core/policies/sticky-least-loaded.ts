@@ -115,6 +115,12 @@ export function createStickyLeastLoaded(ctx: PolicyContext): Policy {
       table.assign(id, chosen.id, now);
       return chosen;
     },
+    snapshot() {
+      return { sessions: table.export() };
+    },
+    restore(state: unknown) {
+      table.import((state as { sessions?: unknown } | undefined)?.sessions);
+    },
     finishSession(sessionId: string) {
       table.release(sessionId);
     },

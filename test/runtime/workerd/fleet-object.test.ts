@@ -64,7 +64,7 @@ describe('FleetObject', () => {
     expect(await client.settle(fresh.lease, { kind: 'success', status: 200 })).toBe(true);
   });
 
-  it('keeps sticky sessions across a restart', async (ctx) => {
+  it('keeps sticky sessions across a restart', async () => {
     const { stub, client } = freshFleet('sticky');
     const sessions = Array.from({ length: 8 }, (_, i) => `session-${i}`);
     const placed = new Map<string, string>();
@@ -82,8 +82,7 @@ describe('FleetObject', () => {
       const saved = JSON.parse(rows.map((r) => r.value).join('')) as { fleet: { policies: object } };
       return Object.keys(saved.fleet.policies);
     });
-    if (policies.length === 0)
-      ctx.skip('sticky_least_loaded does not export its sessions yet (Policy.snapshot)');
+    expect(policies.length).toBeGreaterThan(0); // the sticky policy's sessions were saved
 
     await evictDurableObject(stub);
     for (const sessionId of sessions) {

@@ -272,3 +272,19 @@ describe('sticky_least_loaded: bounded rebalancing', () => {
     expect(go(u.policy, [a, b], 'a0')).toBe(b.id);
   });
 });
+
+describe('sticky sessions across a restart', () => {
+  it('restores the session table from its snapshot', () => {
+    const workers = ['a', 'b', 'c'].map((id) => ({ id, url: `http://${id}`, load: 0, processed: 0 }));
+    const before = createPolicy('sticky_least_loaded', testPolicyContext());
+    const placed = new Map<string, string | undefined>();
+    for (let i = 0; i < 9; i++) placed.set(`s${i}`, before.select(workers, { sessionId: `s${i}` })?.id);
+    const saved = JSON.parse(JSON.stringify(before.snapshot?.()));
+    const after = createPolicy('sticky_least_loaded', testPolicyContext());
+    after.restore?.(saved);
+    // Reversed order: a fresh table would place these differently.
+    for (const id of [...placed.keys()].reverse()) {
+      expect(after.select(workers, { sessionId: id })?.id).toBe(placed.get(id));
+    }
+  });
+});
