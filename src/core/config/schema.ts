@@ -82,9 +82,8 @@ export const routerConfigSchema = z
       discoveryAddress: hostPort.optional(),
     }),
     policy: section({
-      // round_robin until the cache_aware policy ships; cache_aware then becomes the default
-      // (as in vllm-router and SMG).
-      name: oneOf(POLICY_NAMES, POLICY_ALIASES).default('round_robin'),
+      // cache_aware by default, as in vllm-router and SMG.
+      name: oneOf(POLICY_NAMES, POLICY_ALIASES).default('cache_aware'),
       prefill: oneOf(POLICY_NAMES, POLICY_ALIASES).optional(),
       decode: oneOf(POLICY_NAMES, POLICY_ALIASES).optional(),
       cacheThreshold: num(0, 1).default(0.3),

@@ -243,7 +243,7 @@ describe('vllm-project/router', () => {
     ]);
     expect(config.pd.decode).toEqual(['http://decode-1:8001', 'http://decode-2:8001']);
     expect(config.policy).toMatchObject({
-      name: 'round_robin',
+      name: 'cache_aware',
       prefill: 'cache_aware',
       decode: 'power_of_two',
     });

@@ -119,7 +119,7 @@ describe('--help', () => {
 
   it('shows the defaults the schema holds', () => {
     expect(entryFor('--port')).toContain('[default: 30000]');
-    expect(entryFor('--policy')).toContain('[default: round_robin]');
+    expect(entryFor('--policy')).toContain('[default: cache_aware]');
     expect(entryFor('--retry-jitter-factor')).toContain('[default: 0.2]');
     expect(entryFor('--retryable-status-codes')).toContain('[default: 408 429 500 502 503 504]');
     expect(entryFor('--request-id-headers')).toContain(

@@ -36,7 +36,7 @@ describe('defaults', () => {
       workers: { urls: [], models: [], dpSize: 1, startupTimeoutSecs: 600, startupCheckIntervalSecs: 30 },
       pd: { enabled: false, prefill: [], decode: [], kvConnector: 'nixl' },
       policy: {
-        name: 'round_robin',
+        name: 'cache_aware',
         cacheThreshold: 0.3,
         balanceAbsThreshold: 64,
         balanceRelThreshold: 1.5,
