@@ -6,6 +6,7 @@
 import type { Hono } from 'hono';
 import { createRouterApp } from './app.ts';
 import type { RouterConfig } from './config/schema.ts';
+import { assertSupported } from './config/unsupported.ts';
 import { type Clock, type Random, systemClock, systemRandom, type Upstream } from './deps.ts';
 import { discoverModels } from './fleet/discovery.ts';
 import type { Fleet } from './fleet/fleet.ts';
@@ -38,6 +39,7 @@ export interface Router {
 }
 
 export function createRouter(config: RouterConfig, host: RouterHost): Router {
+  assertSupported(config);
   const clock = host.clock ?? systemClock;
   const random = host.random ?? systemRandom;
   const logger = createLogger({ ...config.log, sink: host.logSink, now: () => clock.now() });

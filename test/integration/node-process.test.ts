@@ -119,3 +119,19 @@ describe('SIGTERM', () => {
     expect(engines[0]!.engine.log[0]?.completed).toBe(true);
   });
 });
+
+describe('features this release does not have', () => {
+  it.each([
+    [['--api-key-validation-urls', 'http://127.0.0.1:9/validate'], '--api-key-validation-urls'],
+    [
+      ['--vllm-pd-disaggregation', '--prefill', 'http://127.0.0.1:8001', '--decode', 'http://127.0.0.1:8002'],
+      'prefill/decode',
+    ],
+    [['--service-discovery', '--selector', 'app=vllm'], '--service-discovery'],
+  ])('%j: refuses to start (exit 2) instead of running without it', async (args, named) => {
+    const { code, stderr } = await run(args);
+    expect(code).toBe(2);
+    expect(stderr).toContain(named);
+    expect(stderr).toContain('not available in this release');
+  });
+});

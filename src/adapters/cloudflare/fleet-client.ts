@@ -14,6 +14,7 @@
  */
 import { ConfigError } from '../../core/config/errors.ts';
 import { parseRouterConfig, type RouterConfig } from '../../core/config/schema.ts';
+import { assertSupported } from '../../core/config/unsupported.ts';
 import { RouterError, type RouterErrorCode } from '../../core/errors.ts';
 import {
   type AttemptOutcome,
@@ -55,7 +56,9 @@ export function readRouterConfig(env: Pick<FleetEnv, 'ROUTER_CONFIG' | 'ROUTER_A
     const workers = typeof raw.workers === 'object' && raw.workers !== null ? raw.workers : {};
     raw = { ...raw, workers: { ...workers, apiKey: env.ROUTER_API_KEY } };
   }
-  return parseRouterConfig(raw);
+  const config = parseRouterConfig(raw);
+  assertSupported(config);
+  return config;
 }
 
 /** A RouterError as plain data. */

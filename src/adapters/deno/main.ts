@@ -11,6 +11,7 @@ import { parseDotEnv } from '../../core/config/dotenv.ts';
 import { ConfigError } from '../../core/config/errors.ts';
 import { renderHelp } from '../../core/config/help.ts';
 import { type ResolvedConfig, resolveConfig } from '../../core/config/load.ts';
+import { assertSupported } from '../../core/config/unsupported.ts';
 import { createSimEngine } from '../../sim/engine.ts';
 import { batchedStdoutSink } from './log-sink.ts';
 import { serveOn, startDenoRouter, urlOf } from './server.ts';
@@ -52,6 +53,7 @@ async function main(argv: string[]): Promise<number | undefined> {
   let resolved: ResolvedConfig;
   try {
     resolved = resolveConfig({ argv, env: environment(), readTextFile: (p) => Deno.readTextFileSync(p) });
+    if (!resolved.help && !resolved.version) assertSupported(resolved.config);
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(`error: ${err.message}`);

@@ -7,6 +7,7 @@ import { parseDotEnv } from '../../core/config/dotenv.ts';
 import { ConfigError } from '../../core/config/errors.ts';
 import { renderHelp } from '../../core/config/help.ts';
 import { resolveConfig } from '../../core/config/load.ts';
+import { assertSupported } from '../../core/config/unsupported.ts';
 import { fetchUpstream } from '../../core/http/fetch-upstream.ts';
 import { startSimEngine } from '../../sim/node.ts';
 import { startNodeRouter } from './server.ts';
@@ -34,6 +35,7 @@ async function main(argv: string[]): Promise<number> {
   let resolved: ReturnType<typeof resolveConfig>;
   try {
     resolved = resolveConfig({ argv, env: environment(), readTextFile: (p) => readFileSync(p, 'utf8') });
+    if (!resolved.help && !resolved.version) assertSupported(resolved.config);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`error: ${err.message}\n`);
