@@ -10,7 +10,7 @@
 import { RouterError } from '../errors.ts';
 import type { RouteInput } from '../fleet/fleet-api.ts';
 import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
-import { SessionTable, utf8Length } from './session-table.ts';
+import { SessionTable, sessionHooks, utf8Length } from './session-table.ts';
 import { TieBreaker } from './tie-break.ts';
 
 export function sessionRequiredMessage(sessionKey: string | undefined): string {
@@ -50,21 +50,6 @@ export function createLeastLoaded(ctx: PolicyContext): Policy {
       if (table.size < maxSessions && utf8Length(id) <= maxSessionIdBytes) table.assign(id, chosen.id, now);
       return chosen;
     },
-    snapshot() {
-      return { sessions: table.export() };
-    },
-    restore(state: unknown) {
-      table.import((state as { sessions?: unknown } | undefined)?.sessions);
-    },
-    finishSession(sessionId: string) {
-      table.release(sessionId);
-    },
-    onWorkerRemoved(workerId: string) {
-      table.removeWorker(workerId);
-    },
-    reset() {
-      table.clear();
-      ties.reset();
-    },
+    ...sessionHooks(table, () => ties.reset()),
   };
 }

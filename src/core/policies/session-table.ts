@@ -152,6 +152,20 @@ export class SessionTable {
   }
 }
 
+/** The Policy hooks every session policy shares: persistence, /finish_session, worker removal. */
+export function sessionHooks(table: SessionTable, onReset: () => void) {
+  return {
+    snapshot: () => ({ sessions: table.export() }),
+    restore: (state: unknown) => table.import((state as { sessions?: unknown } | undefined)?.sessions),
+    finishSession: (sessionId: string) => void table.release(sessionId),
+    onWorkerRemoved: (workerId: string) => table.removeWorker(workerId),
+    reset: () => {
+      table.clear();
+      onReset();
+    },
+  };
+}
+
 /** UTF-8 length of a string without allocating (the session-id cap is in bytes). */
 export function utf8Length(s: string): number {
   let n = 0;

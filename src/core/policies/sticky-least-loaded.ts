@@ -21,7 +21,7 @@ import type { RouteInput } from '../fleet/fleet-api.ts';
 import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
 import { addGaugeSource, sllRebalances } from './policy-metrics.ts';
 import { rendezvousPick } from './rendezvous-hash.ts';
-import { type SessionEntry, SessionTable, utf8Length } from './session-table.ts';
+import { type SessionEntry, SessionTable, sessionHooks, utf8Length } from './session-table.ts';
 import { TieBreaker } from './tie-break.ts';
 
 export const REBALANCE_INTERVAL_MS = 30_000;
@@ -115,22 +115,9 @@ export function createStickyLeastLoaded(ctx: PolicyContext): Policy {
       table.assign(id, chosen.id, now);
       return chosen;
     },
-    snapshot() {
-      return { sessions: table.export() };
-    },
-    restore(state: unknown) {
-      table.import((state as { sessions?: unknown } | undefined)?.sessions);
-    },
-    finishSession(sessionId: string) {
-      table.release(sessionId);
-    },
-    onWorkerRemoved(workerId: string) {
-      table.removeWorker(workerId);
-    },
-    reset() {
-      table.clear();
+    ...sessionHooks(table, () => {
       ties.reset();
       lastRebalance = Number.NEGATIVE_INFINITY;
-    },
+    }),
   };
 }
