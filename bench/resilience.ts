@@ -11,6 +11,7 @@ import { startNodeRouter } from '../src/adapters/node/server.ts';
 import { parseRouterConfig } from '../src/core/config/schema.ts';
 import { startSimEngine } from '../src/sim/node.ts';
 import type { FailurePlan } from '../src/sim/types.ts';
+import { postChat } from './support.ts';
 
 const RATE = Number(process.env.RATE ?? 100);
 const DURATION_S = Number(process.env.DURATION_S ?? 10);
@@ -70,20 +71,7 @@ async function run(s: Scenario) {
     const due = started + (i * 1000) / RATE;
     const wait = due - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    pending.push(
-      fetch(`${router.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body,
-      })
-        .then(async (res) => {
-          await res.arrayBuffer();
-          statuses.push(res.status);
-        })
-        .catch(() => {
-          statuses.push(0);
-        }),
-    );
+    pending.push(postChat(router.url, body).then((status) => void statuses.push(status)));
   }
   await Promise.all(pending);
   const upstream = engines.reduce((n, e) => n + e.engine.stats().requests_total, 0);

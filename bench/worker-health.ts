@@ -7,6 +7,7 @@
 import { startNodeRouter } from '../src/adapters/node/server.ts';
 import { parseRouterConfig } from '../src/core/config/schema.ts';
 import { startSimEngine } from '../src/sim/node.ts';
+import { postChat } from './support.ts';
 
 const RATE = Number(process.env.RATE ?? 100);
 const CB_TIMEOUT_SECS = Number(process.env.CB_TIMEOUT_SECS ?? 5);
@@ -23,11 +24,6 @@ const config = parseRouterConfig({
   circuitBreaker: { timeoutDurationSecs: CB_TIMEOUT_SECS },
 });
 const router = await startNodeRouter(config, { logSink: () => {}, metricsListener: false });
-const body = JSON.stringify({
-  model: 'sim-model',
-  messages: [{ role: 'user', content: 'hi' }],
-  max_tokens: 2,
-});
 
 const results: { at: number; status: number }[] = [];
 const pending: Promise<void>[] = [];
@@ -54,20 +50,7 @@ for (let i = 0; ; i++) {
   const circuit = router.fleet.getWorker(bad.url)?.circuit;
   if (opened === undefined && circuit === 'open') opened = now;
   if (opened !== undefined && closed === undefined && recoveredAt && circuit === 'closed') closed = now;
-  pending.push(
-    fetch(`${router.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body,
-    })
-      .then(async (res) => {
-        await res.arrayBuffer();
-        results.push({ at: now, status: res.status });
-      })
-      .catch(() => {
-        results.push({ at: now, status: 0 });
-      }),
-  );
+  pending.push(postChat(router.url).then((status) => void results.push({ at: now, status })));
 }
 await Promise.all(pending);
 

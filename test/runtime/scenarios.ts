@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimEngine } from '../../src/sim/node.ts';
 import type { SimOptions } from '../../src/sim/types.ts';
+import { hasContentToken } from '../support/sse.ts';
 import type { RouterProcess } from './router-process.ts';
 
 export type RunningEngine = Awaited<ReturnType<typeof startSimEngine>>;
@@ -41,18 +42,6 @@ function prepare(engines: RunningEngine[], options: Partial<SimOptions> = {}): v
 }
 
 const inference = (engines: RunningEngine[]) => engines.flatMap((e) => e.engine.log);
-
-/** True once a complete SSE event carries a non-empty content delta. */
-function hasContentToken(text: string): boolean {
-  return text
-    .split('\n\n')
-    .slice(0, -1)
-    .some((event) => {
-      if (!event.startsWith('data: {')) return false;
-      const chunk = JSON.parse(event.slice(6)) as { choices?: { delta?: { content?: string } }[] };
-      return (chunk.choices?.[0]?.delta?.content ?? '') !== '';
-    });
-}
 
 async function readAll(reader: ReadableStreamDefaultReader<Uint8Array>, text = ''): Promise<string> {
   const decoder = new TextDecoder();

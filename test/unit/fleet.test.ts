@@ -148,16 +148,18 @@ describe('Fleet eligibility', () => {
   });
 });
 
+const OPENS_ON_FIRST_FAILURE = {
+  failureThreshold: 1,
+  successThreshold: 1,
+  timeoutDurationSecs: 60,
+  windowDurationSecs: 60,
+  disabled: false,
+};
+
 describe('Fleet persistence', () => {
   it('restores workers, models, health and breaker state from its exported JSON', () => {
     const { fleet, clock } = makeFleet([{ url: A, models: ['m'] }, { url: B }], {
-      breaker: {
-        failureThreshold: 1,
-        successThreshold: 1,
-        timeoutDurationSecs: 60,
-        windowDurationSecs: 60,
-        disabled: false,
-      },
+      breaker: OPENS_ON_FIRST_FAILURE,
     });
     fleet.setWorkerModels(B, ['m']);
     fleet.updateWorker(A, { priority: 2 });
@@ -168,13 +170,7 @@ describe('Fleet persistence', () => {
 
     const { fleet: restored } = makeFleet([], {
       clock,
-      breaker: {
-        failureThreshold: 1,
-        successThreshold: 1,
-        timeoutDurationSecs: 60,
-        windowDurationSecs: 60,
-        disabled: false,
-      },
+      breaker: OPENS_ON_FIRST_FAILURE,
     });
     restored.restoreState(saved);
     expect(restored.listWorkers().map((w) => [w.id, w.circuit, w.priority, w.models])).toEqual([

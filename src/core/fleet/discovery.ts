@@ -1,5 +1,6 @@
 /** Learns the models a worker serves from its OpenAI `/v1/models`. */
 import type { Clock, Upstream } from '../deps.ts';
+import { readUpstreamBody } from '../http/upstream-body.ts';
 import type { FleetApi } from './fleet-api.ts';
 
 const decoder = new TextDecoder();
@@ -8,12 +9,6 @@ export interface DiscoveryOptions {
   clock: Clock;
   timeoutMs: number;
   apiKey?: string;
-}
-
-async function readAll(body: Uint8Array | ReadableStream<Uint8Array> | null): Promise<string> {
-  if (body === null) return '';
-  if (body instanceof Uint8Array) return decoder.decode(body);
-  return new Response(body).text();
 }
 
 /** GET {url}/v1/models; returns the model ids, or undefined when the worker does not answer usefully. */
@@ -34,7 +29,7 @@ export async function fetchWorkerModels(
       body: null,
       signal: controller.signal,
     });
-    const text = await readAll(res.body);
+    const text = decoder.decode(await readUpstreamBody(res.body));
     if (res.status !== 200) return undefined;
     const data = (JSON.parse(text) as { data?: unknown }).data;
     if (!Array.isArray(data)) return undefined;

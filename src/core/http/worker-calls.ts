@@ -4,6 +4,7 @@ import type { RouterConfig } from '../config/schema.ts';
 import type { Clock, Upstream } from '../deps.ts';
 import { errorResponse, RouterError } from '../errors.ts';
 import type { FleetApi } from '../fleet/fleet-api.ts';
+import { readUpstreamBody } from './upstream-body.ts';
 
 interface CallDeps {
   fleet: FleetApi;
@@ -18,12 +19,6 @@ export interface CallResult {
   headers?: Record<string, string>;
   body?: Uint8Array;
   error?: string;
-}
-
-async function readAll(body: Uint8Array | ReadableStream<Uint8Array> | null): Promise<Uint8Array> {
-  if (body === null) return new Uint8Array(0);
-  if (body instanceof Uint8Array) return body;
-  return new Uint8Array(await new Response(body).arrayBuffer());
 }
 
 export async function sendToWorker(
@@ -45,7 +40,7 @@ export async function sendToWorker(
       body: null,
       signal: controller.signal,
     });
-    const body = await readAll(res.body);
+    const body = await readUpstreamBody(res.body);
     const flat: Record<string, string> = {};
     for (const [k, v] of Object.entries(res.headers)) flat[k] = Array.isArray(v) ? v.join(', ') : v;
     return { ok: res.status >= 200 && res.status < 300, status: res.status, headers: flat, body };

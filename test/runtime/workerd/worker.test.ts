@@ -8,6 +8,7 @@ import { createExecutionContext, SELF, waitOnExecutionContext } from 'cloudflare
 import { env } from 'cloudflare:workers';
 import { afterAll, describe, expect, it } from 'vitest';
 import worker from '../../../src/adapters/cloudflare/worker.ts';
+import { hasContentToken } from '../../support/sse.ts';
 import { configureEngine, engineLog, engines, inObject, resetEngine, routerFleetStub } from './helpers.ts';
 
 const chat = (extra: Record<string, unknown> = {}) =>
@@ -26,18 +27,6 @@ const loads = async () =>
   (
     (await (await SELF.fetch('http://router/get_loads')).json()) as { workers: { load: number }[] }
   ).workers.map((w) => w.load);
-
-/** True once a complete SSE event carries a non-empty content delta. */
-function hasContentToken(text: string): boolean {
-  return text
-    .split('\n\n')
-    .slice(0, -1)
-    .some((event) => {
-      if (!event.startsWith('data: {')) return false;
-      const chunk = JSON.parse(event.slice(6)) as { choices?: { delta?: { content?: string } }[] };
-      return (chunk.choices?.[0]?.delta?.content ?? '') !== '';
-    });
-}
 
 const timing = async (settings: Record<string, unknown>) => {
   for (const url of [engines.a, engines.b]) {
