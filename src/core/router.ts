@@ -1,30 +1,46 @@
 /**
- * Everything an adapter needs to run the router, built from a config: the in-memory fleet, the
- * metrics registry, the logger and the Hono app. Adapters supply the host parts (transport, clock,
- * random, log sink) and serve `app.fetch`.
+ * The composition root: the one place a router is built from a config, for every runtime. Node and
+ * Deno serve `createRouter(...)` with the in-memory fleet; the Cloudflare Durable Object builds the
+ * same thing to hold the fleet (it never touches `app`); the Worker's isolates call `createRouterOn`
+ * with a `FleetApi` that reaches that object by RPC. Adapters supply only the host parts (transport,
+ * clock, random, log sink) and serve `app.fetch`.
  */
 import type { Hono } from 'hono';
-import { createRouterApp } from './app.ts';
 import type { RouterConfig } from './config/schema.ts';
 import { assertSupported } from './config/unsupported.ts';
-import { type Clock, type Random, systemClock, systemRandom, type Upstream } from './deps.ts';
-import { discoverModels } from './fleet/discovery.ts';
+import type { FleetApi } from './contracts/fleet-api.ts';
+import { type Clock, type Random, systemClock, systemRandom } from './contracts/runtime.ts';
+import type { Upstream } from './contracts/upstream.ts';
 import type { Fleet } from './fleet/fleet.ts';
+import { registerFleetCollector } from './fleet/fleet-collector.ts';
 import { createFleetFromConfig } from './fleet/from-config.ts';
-import { runHealthTick, waitForHealthyWorker } from './fleet/health-check.ts';
+import { refreshWorkers, runHealthTick, waitForHealthyWorker } from './fleet/health-check.ts';
+import { createRouterApp } from './http/app.ts';
 import { createLogger, type Logger, type LogSink } from './observability/logger.ts';
 import { MetricsRegistry } from './observability/metrics.ts';
+
+export type FleetEventHandler = (
+  level: 'info' | 'warn',
+  message: string,
+  fields: Record<string, unknown>,
+) => void;
 
 export interface RouterHost {
   upstream: Upstream;
   logSink: LogSink;
   clock?: Clock;
   random?: Random;
+  /** The registry metrics go to (default: a new one). */
+  metrics?: MetricsRegistry;
+  /** Told of every fleet event (worker up/down, breaker transitions) after it is logged. */
+  onFleetEvent?: FleetEventHandler;
 }
 
-export interface Router {
-  app: Hono;
-  fleet: Fleet;
+export interface Router<F extends FleetApi = Fleet> {
+  config: RouterConfig;
+  /** The HTTP surface, built on first use (a Durable Object holding the fleet never builds it). */
+  readonly app: Hono;
+  fleet: F;
   logger: Logger;
   metrics: MetricsRegistry;
   clock: Clock;
@@ -34,44 +50,74 @@ export interface Router {
    * worker's models once.
    */
   start(sleep: (ms: number) => Promise<void>): Promise<void>;
-  /** One health tick (the adapter runs it every --health-check-interval-secs). */
+  /** Health on: one health tick (the host runs it every --health-check-interval-secs). Off: nothing. */
   healthTick(): Promise<void>;
+  /** Health tick with checks on, models lookup with them off (`only`: some base URLs). */
+  refreshWorkers(only?: readonly string[]): Promise<void>;
 }
 
-export function createRouter(config: RouterConfig, host: RouterHost): Router {
+/** A router around the in-memory fleet the config describes (Node, Deno, the Durable Object). */
+export function createRouter(config: RouterConfig, host: RouterHost): Router<Fleet> {
   assertSupported(config);
   const clock = host.clock ?? systemClock;
-  const random = host.random ?? systemRandom;
+  const metrics = host.metrics ?? new MetricsRegistry();
   const logger = createLogger({ ...config.log, sink: host.logSink, now: () => clock.now() });
-  const metrics = new MetricsRegistry();
   const fleet = createFleetFromConfig(config, {
     clock,
-    random,
+    random: host.random ?? systemRandom,
     metrics,
-    onEvent: (level, message, fields) => logger.log(level, message, fields),
+    onEvent: (level, message, fields) => {
+      logger.log(level, message, fields);
+      host.onFleetEvent?.(level, message, fields);
+    },
   });
-  const tickDeps = { fleet, upstream: host.upstream, clock, config };
-  const app = createRouterApp(config, { clock, random, upstream: host.upstream, fleet, logger, metrics });
+  registerFleetCollector(metrics, fleet);
+  return assemble(config, { ...host, clock, metrics }, fleet, logger);
+}
 
+/** A router around a fleet held elsewhere (the Worker's isolates: the Durable Object by RPC). */
+export function createRouterOn<F extends FleetApi>(
+  config: RouterConfig,
+  host: RouterHost,
+  fleet: F,
+): Router<F> {
+  assertSupported(config);
+  const clock = host.clock ?? systemClock;
+  const logger = createLogger({ ...config.log, sink: host.logSink, now: () => clock.now() });
+  return assemble(config, { ...host, clock, metrics: host.metrics ?? new MetricsRegistry() }, fleet, logger);
+}
+
+function assemble<F extends FleetApi>(
+  config: RouterConfig,
+  host: RouterHost & { clock: Clock; metrics: MetricsRegistry },
+  fleet: F,
+  logger: Logger,
+): Router<F> {
+  const { clock, metrics, upstream } = host;
+  const tickDeps = { fleet, upstream, clock, config };
+  const refresh = (only?: readonly string[]) => refreshWorkers(tickDeps, only);
+  let app: Hono | undefined;
   return {
-    app,
+    config,
+    get app() {
+      app ??= createRouterApp(
+        config,
+        { clock, random: host.random ?? systemRandom, upstream, fleet, logger, metrics },
+        { refreshWorkers: refresh },
+      );
+      return app;
+    },
     fleet,
     logger,
     metrics,
     clock,
     async start(sleep) {
-      if (!config.health.disabled) {
-        await waitForHealthyWorker({ ...tickDeps, logger, sleep });
-        return;
-      }
-      await discoverModels(fleet, host.upstream, {
-        clock,
-        timeoutMs: config.health.timeoutSecs * 1000,
-        ...(config.workers.apiKey === undefined ? {} : { apiKey: config.workers.apiKey }),
-      });
+      if (config.health.disabled) await refresh();
+      else await waitForHealthyWorker({ ...tickDeps, logger, sleep });
     },
     async healthTick() {
       if (!config.health.disabled) await runHealthTick(tickDeps);
     },
+    refreshWorkers: refresh,
   };
 }

@@ -10,7 +10,7 @@ import {
   type RouteResult,
   WorkerConflictError,
   type WorkerSpec,
-} from '../../src/core/fleet/fleet-api.ts';
+} from '../../src/core/contracts/fleet-api.ts';
 
 export interface FleetApiContractOptions {
   /** A fresh fleet with no workers, built from the router config of the run. */

@@ -1,6 +1,6 @@
 /** The FleetApi contract against the in-memory Fleet (Node and Deno use it directly). */
 import { parseRouterConfig } from '../../src/core/config/schema.ts';
-import { systemClock, systemRandom } from '../../src/core/deps.ts';
+import { systemClock, systemRandom } from '../../src/core/contracts/runtime.ts';
 import { createFleetFromConfig } from '../../src/core/fleet/from-config.ts';
 import { MetricsRegistry } from '../../src/core/observability/metrics.ts';
 import { fleetApiContract } from './fleet-api-contract.ts';

@@ -1,5 +1,5 @@
 /** A manual clock for tests: timers fire only when the test advances time. */
-import type { Clock, Random } from '../../src/core/deps.ts';
+import type { Clock, Random } from '../../src/core/contracts/runtime.ts';
 
 interface Timer {
   id: number;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RouterError } from '../../src/core/errors.ts';
+import { RouterError } from '../../src/core/contracts/errors.ts';
 import { Admission, type Release } from '../../src/core/http/admission.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 

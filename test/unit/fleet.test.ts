@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { RouteResult, WorkerSpec } from '../../src/core/contracts/fleet-api.ts';
 import { Fleet, type FleetOptions } from '../../src/core/fleet/fleet.ts';
-import type { RouteResult, WorkerSpec } from '../../src/core/fleet/fleet-api.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 import { testPolicyContext } from '../support/policy-context.ts';
 

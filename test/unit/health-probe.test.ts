@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Upstream, UpstreamRequest, UpstreamResponse } from '../../src/core/deps.ts';
+import type { Upstream, UpstreamRequest, UpstreamResponse } from '../../src/core/contracts/upstream.ts';
 import { probeAll, probeWorker } from '../../src/core/fleet/health-probe.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RouteInput } from '../../src/core/fleet/fleet-api.ts';
+import type { RouteInput } from '../../src/core/contracts/fleet-api.ts';
 import type { PolicyWorker } from '../../src/core/policies/policy.ts';
 import { createPolicy, policyNeeds, registeredPolicies } from '../../src/core/policies/registry.ts';
 import { testPolicyContext } from '../support/policy-context.ts';

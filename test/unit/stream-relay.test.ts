@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type RelayEnd, relayStream } from '../../src/core/http/stream-relay.ts';
+import { type RelayEnd, relayStream } from '../../src/core/routing/stream-relay.ts';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();

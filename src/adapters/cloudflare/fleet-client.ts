@@ -1,21 +1,15 @@
 /**
- * The seam between the isolates and the fleet's Durable Object on Cloudflare Workers: the bindings
- * and config both sides read, the wire shapes they exchange, and `FleetClient`, a `FleetApi` whose
- * every method is one RPC call to the `FleetObject`.
+ * The isolates' side of the fleet's Durable Object on Cloudflare Workers: `FleetClient`, a `FleetApi`
+ * whose every method is one RPC call to the `FleetObject` (wire shapes in rpc.ts).
  *
- * - Errors do not keep their class across RPC (only the message survives), so the object answers
- *   the two errors the core tells apart by class with tagged values instead of throwing, and this
- *   client throws the real class again: `WorkerConflictError` (409 in the admin API) and
+ * - The object answers errors as tagged values (rpc.ts); this client throws the real class again: `WorkerConflictError` (409 in the admin API) and
  *   `RouterError` (a policy refusing a request, e.g. least_loaded without a session id).
  * - `settle` is handed to `waitUntil`: the core does not await the settle that ends a response,
  *   and the runtime may drop work still pending once the response is done.
  * - One object per fleet (`idFromName('fleet')`); `objectName` is the seam that lets a pool (or a
  *   session shard) get its own object later.
  */
-import { ConfigError } from '../../core/config/errors.ts';
-import { parseRouterConfig, type RouterConfig } from '../../core/config/schema.ts';
-import { assertSupported } from '../../core/config/unsupported.ts';
-import { RouterError, type RouterErrorCode } from '../../core/errors.ts';
+import { RouterError } from '../../core/contracts/errors.ts';
 import {
   type AttemptOutcome,
   type FleetApi,
@@ -27,81 +21,9 @@ import {
   type WorkerInfo,
   type WorkerPatch,
   type WorkerSpec,
-} from '../../core/fleet/fleet-api.ts';
-import type { FleetObject } from './fleet-object.ts';
-
-export const DEFAULT_FLEET_OBJECT = 'fleet';
-
-/** The bindings the Worker and its object share (wrangler.toml, secrets). */
-export interface FleetEnv {
-  /** The router configuration as JSON (the same schema as --config files). */
-  ROUTER_CONFIG?: string;
-  /** Secret: the bearer sent to engines (`workers.apiKey`, --api-key). */
-  ROUTER_API_KEY?: string;
-  FLEET: DurableObjectNamespace<FleetObject>;
-}
-
-/** The configuration from the bindings, read alike in isolates and the object; throws a ConfigError naming the field. */
-export function readRouterConfig(env: Pick<FleetEnv, 'ROUTER_CONFIG' | 'ROUTER_API_KEY'>): RouterConfig {
-  let raw: Record<string, unknown> = {};
-  if (env.ROUTER_CONFIG !== undefined && env.ROUTER_CONFIG.trim() !== '') {
-    try {
-      raw = JSON.parse(env.ROUTER_CONFIG) as Record<string, unknown>;
-    } catch (err) {
-      const detail = err instanceof Error ? err.message : String(err);
-      throw new ConfigError(`ROUTER_CONFIG: not valid JSON: ${detail}`, { flag: 'ROUTER_CONFIG' });
-    }
-  }
-  if (env.ROUTER_API_KEY) {
-    const workers = typeof raw.workers === 'object' && raw.workers !== null ? raw.workers : {};
-    raw = { ...raw, workers: { ...workers, apiKey: env.ROUTER_API_KEY } };
-  }
-  const config = parseRouterConfig(raw);
-  assertSupported(config);
-  return config;
-}
-
-/** A RouterError as plain data. */
-export interface RouterErrorData {
-  code: RouterErrorCode;
-  message: string;
-  param?: string;
-  retryAfterSecs?: number;
-}
-
-export type RouteReply = RouteResult | { ok: false; code: 'router_error'; error: RouterErrorData };
-export type AddWorkerReply = { ok: true; worker: WorkerInfo } | { ok: false; conflict: string };
-
-/**
- * Request metrics an isolate counted since its last shipment, one entry per metric family:
- * its `# HELP`/`# TYPE` lines and `[series, value]` pairs. Every value (counters, histogram
- * buckets, sums and counts) is additive, so the object merges shipments by adding.
- */
-export type MetricsDelta = { name: string; head: string[]; series: [string, number][] }[];
-
-/** What the object answers over RPC (FleetObject implements it). */
-export interface FleetRpc {
-  route(input: RouteInput): Promise<RouteReply>;
-  settle(lease: number, outcome: AttemptOutcome, metrics?: MetricsDelta): Promise<boolean>;
-  listWorkers(): Promise<WorkerInfo[]>;
-  getWorker(id: string): Promise<WorkerInfo | undefined>;
-  addWorker(spec: WorkerSpec): Promise<AddWorkerReply>;
-  updateWorker(id: string, patch: WorkerPatch): Promise<WorkerInfo | undefined>;
-  recordProbes(reports: ProbeReport[]): Promise<void>;
-  removeWorker(id: string): Promise<boolean>;
-  setWorkerModels(id: string, models: string[]): Promise<void>;
-  finishSession(sessionId: string): Promise<void>;
-  models(): Promise<string[]>;
-  snapshot(): Promise<FleetSnapshot>;
-  /** Prometheus text: the fleet's metrics and the request metrics isolates shipped. */
-  metricsText(metrics?: MetricsDelta): Promise<string>;
-}
-
-/** The part of a Durable Object namespace binding the client uses. */
-export interface FleetNamespace {
-  idFromName(name: string): DurableObjectId;
-  get(id: DurableObjectId): unknown;
-}
+} from '../../core/contracts/fleet-api.ts';
+import { DEFAULT_FLEET_OBJECT, type FleetNamespace } from './bindings.ts';
+import type { FleetRpc, MetricsDelta, RouteReply } from './rpc.ts';
 
 export interface FleetClientOptions {
   /** Object name; one per fleet today (a pool could get its own later). */
@@ -219,30 +141,5 @@ export class FleetClient implements FleetApi {
 
   metricsText(metrics?: MetricsDelta): Promise<string> {
     return this.call((s) => s.metricsText(metrics));
-  }
-}
-
-/** Sums the request metrics isolates ship and renders them (the object keeps one). */
-export class MetricsAggregate {
-  private readonly families = new Map<string, { head: string[]; series: Map<string, number> }>();
-
-  add(delta: MetricsDelta): void {
-    for (const { name, head, series } of delta) {
-      let family = this.families.get(name);
-      if (!family) {
-        family = { head, series: new Map() };
-        this.families.set(name, family);
-      }
-      for (const [key, value] of series) family.series.set(key, (family.series.get(key) ?? 0) + value);
-    }
-  }
-
-  render(): string {
-    const out: string[] = [];
-    for (const { head, series } of this.families.values()) {
-      out.push(...head);
-      for (const [key, value] of series) out.push(`${key} ${value}`);
-    }
-    return out.length === 0 ? '' : `${out.join('\n')}\n`;
   }
 }

@@ -17,10 +17,7 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { RouterConfig } from '../../core/config/schema.ts';
-import { type Clock, systemClock, systemRandom, type Upstream } from '../../core/deps.ts';
-import { RouterError } from '../../core/errors.ts';
-import { discoverModels } from '../../core/fleet/discovery.ts';
-import type { Fleet, PersistedFleet } from '../../core/fleet/fleet.ts';
+import { RouterError } from '../../core/contracts/errors.ts';
 import {
   type AttemptOutcome,
   type FleetSnapshot,
@@ -30,27 +27,30 @@ import {
   type WorkerInfo,
   type WorkerPatch,
   type WorkerSpec,
-} from '../../core/fleet/fleet-api.ts';
-import { createFleetFromConfig, workerSpecsFromConfig } from '../../core/fleet/from-config.ts';
-import { runHealthTick } from '../../core/fleet/health-check.ts';
-import { normalizeWorkerUrl, workerId } from '../../core/fleet/workers.ts';
-import { fetchUpstream } from '../../core/http/fetch-upstream.ts';
-import { registerFleetCollector } from '../../core/observability/instruments.ts';
-import { createLogger, type Logger } from '../../core/observability/logger.ts';
+} from '../../core/contracts/fleet-api.ts';
+import { type Clock, systemClock, systemRandom } from '../../core/contracts/runtime.ts';
+import type { Fleet } from '../../core/fleet/fleet.ts';
+import { workerSpecsFromConfig } from '../../core/fleet/from-config.ts';
+import type { Logger } from '../../core/observability/logger.ts';
 import { MetricsRegistry } from '../../core/observability/metrics.ts';
+import { createRouter, type Router } from '../../core/router.ts';
+import { fetchUpstream } from '../../core/upstream/fetch-upstream.ts';
+import { type FleetBindings, readRouterConfig } from './bindings.ts';
+import { consoleSink } from './console-sink.ts';
 import {
   type AddWorkerReply,
-  type FleetEnv,
   type FleetRpc,
   MetricsAggregate,
   type MetricsDelta,
   type RouteReply,
-  readRouterConfig,
-} from './fleet-client.ts';
-
+} from './rpc.ts';
+import { restoreSaved, type SavedState, specId } from './saved-fleet.ts';
 import { StateStore } from './state-store.ts';
 
-export type { FleetEnv } from './fleet-client.ts';
+/** The bindings, with the fleet namespace typed by this class. */
+export interface FleetEnv extends FleetBindings {
+  FLEET: DurableObjectNamespace<FleetObject>;
+}
 
 /** Lease numbers: epoch × LEASE_SPAN + the fleet's own lease number. */
 const LEASE_SPAN = 2 ** 32;
@@ -58,21 +58,12 @@ export const SOFT_FLUSH_MS = 10_000;
 const EXPIRE_EVERY_MS = 1_000;
 const STARTUP_PROBE_WAIT_MS = 5_000;
 
-interface SavedState {
-  fleet: PersistedFleet;
-  /** Ids of the workers the config listed when this was saved. */
-  configWorkers: string[];
-}
-
-const specId = (spec: WorkerSpec) => workerId(normalizeWorkerUrl(spec.url), spec.dpRank);
-
 export class FleetObject extends DurableObject<FleetEnv> implements FleetRpc {
   /** The object's wall clock (leases, breakers, sessions); tests may shift it. */
   now: () => number = () => Date.now();
   /** RPC calls served, by method (tests and benchmarks read it). */
   readonly calls: Record<string, number> = {};
   private readonly clock: Clock = { ...systemClock, now: () => this.now() };
-  private readonly upstream: Upstream = fetchUpstream();
   private readonly metrics = new MetricsRegistry();
   private readonly callCounter = this.metrics.counter(
     'vllm_router_fleet_object_calls_total',
@@ -82,6 +73,7 @@ export class FleetObject extends DurableObject<FleetEnv> implements FleetRpc {
   private readonly requestMetrics = new MetricsAggregate();
   private readonly store: StateStore;
   private config!: RouterConfig;
+  private router!: Router<Fleet>;
   private fleet!: Fleet;
   private logger!: Logger;
   private leaseBase = 0;
@@ -98,32 +90,23 @@ export class FleetObject extends DurableObject<FleetEnv> implements FleetRpc {
 
   private async start(): Promise<void> {
     this.config = readRouterConfig(this.env);
-    this.logger = createLogger({
-      ...this.config.log,
-      sink: (line, level) =>
-        level === 'warn' || level === 'error' ? console.error(line) : console.log(line),
-    });
-    this.fleet = createFleetFromConfig(this.config, {
+    this.router = createRouter(this.config, {
+      upstream: fetchUpstream(),
+      logSink: consoleSink,
       clock: this.clock,
       random: systemRandom,
       metrics: this.metrics,
-      onEvent: (level, message, fields) => {
+      onFleetEvent: () => {
         this.urgent = true;
-        this.logger.log(level, message, fields);
       },
     });
-    registerFleetCollector(this.metrics, this.fleet);
+    this.fleet = this.router.fleet;
+    this.logger = this.router.logger;
     this.leaseBase = this.store.nextEpoch() * LEASE_SPAN;
 
-    const configWorkers = workerSpecsFromConfig(this.config);
     const saved = this.store.load<SavedState>('fleet');
-    let probeNow = saved === undefined;
-    if (saved) {
-      this.fleet.restoreState(saved.fleet);
-      // A worker that was draining when the state was saved has no lease left to finish it.
-      for (const w of this.fleet.listWorkers()) if (w.draining) this.fleet.removeWorker(w.id);
-      probeNow = this.reconcile(configWorkers, saved.configWorkers);
-    }
+    const probeNow =
+      saved === undefined || restoreSaved(this.fleet, saved, workerSpecsFromConfig(this.config));
     // New workers get a first probe before the object serves anything, but no longer than
     // STARTUP_PROBE_WAIT_MS (blockConcurrencyWhile gives up after 30 s); the rest lands later.
     if (probeNow) {
@@ -134,37 +117,10 @@ export class FleetObject extends DurableObject<FleetEnv> implements FleetRpc {
       await this.ctx.storage.setAlarm(this.now() + this.period());
   }
 
-  /** Applies a changed config worker list to a restored registry; true when workers were added. */
-  private reconcile(wanted: WorkerSpec[], before: string[]): boolean {
-    const ids = wanted.map(specId);
-    if (ids.length === before.length && ids.every((id, i) => id === before[i])) return false;
-    for (const id of before) if (!ids.includes(id)) this.fleet.removeWorker(id);
-    let added = false;
-    for (const spec of wanted) {
-      if (this.fleet.getWorker(specId(spec))) continue;
-      this.fleet.addWorker(spec);
-      added = true;
-    }
-    return added;
-  }
-
   /** One health tick (or, with health checks off, a models lookup), then persist; never throws. */
   private async probe(): Promise<void> {
     try {
-      if (!this.config.health.disabled) {
-        await runHealthTick({
-          fleet: this.fleet,
-          upstream: this.upstream,
-          clock: this.clock,
-          config: this.config,
-        });
-      } else {
-        await discoverModels(this.fleet, this.upstream, {
-          clock: this.clock,
-          timeoutMs: this.config.health.timeoutSecs * 1000,
-          ...(this.config.workers.apiKey === undefined ? {} : { apiKey: this.config.workers.apiKey }),
-        });
-      }
+      await this.router.refreshWorkers();
     } catch (err) {
       this.logger.warn('health tick failed', { error: err });
     }

@@ -15,15 +15,19 @@
  */
 import { waitUntil } from 'cloudflare:workers';
 import type { Hono } from 'hono';
-import { createRouterApp } from '../../core/app.ts';
 import { ConfigError } from '../../core/config/errors.ts';
-import { systemClock, systemRandom } from '../../core/deps.ts';
-import { errorResponse, RouterError } from '../../core/errors.ts';
-import { fetchUpstream } from '../../core/http/fetch-upstream.ts';
+import { errorResponse, RouterError } from '../../core/contracts/errors.ts';
+import { systemRandom } from '../../core/contracts/runtime.ts';
 import { createInstruments } from '../../core/observability/instruments.ts';
-import { createLogger, type Logger } from '../../core/observability/logger.ts';
+import type { Logger } from '../../core/observability/logger.ts';
 import { MetricsRegistry } from '../../core/observability/metrics.ts';
-import { FleetClient, type FleetEnv, type MetricsDelta, readRouterConfig } from './fleet-client.ts';
+import { createRouterOn } from '../../core/router.ts';
+import { fetchUpstream } from '../../core/upstream/fetch-upstream.ts';
+import { readRouterConfig } from './bindings.ts';
+import { consoleSink } from './console-sink.ts';
+import { FleetClient } from './fleet-client.ts';
+import type { FleetEnv } from './fleet-object.ts';
+import type { MetricsDelta } from './rpc.ts';
 
 export { FleetObject } from './fleet-object.ts';
 
@@ -104,25 +108,21 @@ function routerFor(env: FleetEnv): WorkerRouter | { error: ConfigError } {
 
 function buildRouter(env: FleetEnv): WorkerRouter {
   const config = readRouterConfig(env);
-  const logger = createLogger({
-    ...config.log,
-    sink: (line, level) => (level === 'warn' || level === 'error' ? console.error(line) : console.log(line)),
-  });
   const metrics = new IsolateMetrics();
+  let logger: Logger | undefined;
   const client = new FleetClient(env.FLEET, {
     waitUntil,
     takeMetrics: () => metrics.take(),
-    onSettleError: (error) => logger.warn('settle did not reach the fleet object', { error }),
+    onSettleError: (error) => logger?.warn('settle did not reach the fleet object', { error }),
   });
   metrics.client = client;
-  const app = createRouterApp(config, {
-    clock: systemClock,
-    random: systemRandom,
-    upstream: fetchUpstream(),
-    fleet: client,
-    logger,
-    metrics,
-  });
+  const router = createRouterOn(
+    config,
+    { upstream: fetchUpstream(), logSink: consoleSink, random: systemRandom, metrics },
+    client,
+  );
+  logger = router.logger;
+  const app = router.app;
   metrics.track();
   return { app, client, metrics, logger };
 }

@@ -5,10 +5,10 @@
  * (stop accepting, let in-flight streams finish within the grace period).
  */
 import type { RouterConfig } from '../../core/config/schema.ts';
-import { fetchUpstream } from '../../core/http/fetch-upstream.ts';
 import { metricsResponse } from '../../core/http/routes.ts';
 import type { LogSink } from '../../core/observability/logger.ts';
 import { createRouter, type Router } from '../../core/router.ts';
+import { fetchUpstream } from '../../core/upstream/fetch-upstream.ts';
 
 export interface DenoRouter extends Router {
   url: string;

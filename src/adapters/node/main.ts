@@ -8,7 +8,7 @@ import { ConfigError } from '../../core/config/errors.ts';
 import { renderHelp } from '../../core/config/help.ts';
 import { resolveConfig } from '../../core/config/load.ts';
 import { assertSupported } from '../../core/config/unsupported.ts';
-import { fetchUpstream } from '../../core/http/fetch-upstream.ts';
+import { fetchUpstream } from '../../core/upstream/fetch-upstream.ts';
 import { startSimEngine } from '../../sim/node.ts';
 import { startNodeRouter } from './server.ts';
 

@@ -5,7 +5,7 @@
  * stream, so a client that leaves cancels the engine's work.
  */
 import { Agent, type Dispatcher } from 'undici';
-import type { Upstream, UpstreamRequest, UpstreamResponse } from '../../core/deps.ts';
+import type { Upstream, UpstreamRequest, UpstreamResponse } from '../../core/contracts/upstream.ts';
 
 export interface UndiciUpstreamOptions {
   /** Max connections per engine origin (default unlimited). */

@@ -1,7 +1,9 @@
 /** Learns the models a worker serves from its OpenAI `/v1/models`. */
-import type { Clock, Upstream } from '../deps.ts';
-import { readUpstreamBody } from '../http/upstream-body.ts';
-import type { FleetApi } from './fleet-api.ts';
+
+import type { FleetApi } from '../contracts/fleet-api.ts';
+import type { Clock } from '../contracts/runtime.ts';
+import type { Upstream } from '../contracts/upstream.ts';
+import { readUpstreamBody } from '../upstream/body.ts';
 
 const decoder = new TextDecoder();
 

@@ -3,16 +3,7 @@
  * (role, model) pool, and load leases. Node and Deno use it directly; the Workers adapter runs it
  * inside a Durable Object.
  */
-import type { Clock } from '../deps.ts';
-import type { MetricsRegistry } from '../observability/metrics.ts';
-import type { PolicyContext } from '../policies/policy.ts';
-import {
-  type BreakerSettings,
-  type BreakerTransition,
-  breakerGate,
-  breakerRecord,
-} from '../resilience/circuit-breaker.ts';
-import { availableCandidates, breakerSettingsFor } from './availability.ts';
+
 import {
   type AttemptOutcome,
   type FleetApi,
@@ -26,7 +17,17 @@ import {
   type WorkerPatch,
   type WorkerRole,
   type WorkerSpec,
-} from './fleet-api.ts';
+} from '../contracts/fleet-api.ts';
+import type { Clock } from '../contracts/runtime.ts';
+import type { MetricsRegistry } from '../observability/metrics.ts';
+import type { PolicyContext } from '../policies/policy.ts';
+import {
+  type BreakerSettings,
+  type BreakerTransition,
+  breakerGate,
+  breakerRecord,
+} from '../resilience/circuit-breaker.ts';
+import { availableCandidates, breakerSettingsFor } from './availability.ts';
 import { createFleetMetrics, type FleetMetrics } from './fleet-metrics.ts';
 import { type HealthSettings, recordProbe } from './health-state.ts';
 import { LeaseTable } from './leases.ts';

@@ -1,9 +1,9 @@
 /** Builds the in-memory fleet a configuration describes. */
 import type { RouterConfig } from '../config/schema.ts';
-import type { Clock, Random } from '../deps.ts';
+import type { WorkerSpec } from '../contracts/fleet-api.ts';
+import type { Clock, Random } from '../contracts/runtime.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
 import { Fleet } from './fleet.ts';
-import type { WorkerSpec } from './fleet-api.ts';
 import { expandDataParallel } from './workers.ts';
 
 /**

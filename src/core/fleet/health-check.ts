@@ -4,9 +4,11 @@
  * interval, Workers from a Durable Object alarm. `waitForHealthyWorker` is the startup wait.
  */
 import type { RouterConfig } from '../config/schema.ts';
-import type { Clock, Upstream } from '../deps.ts';
+import type { FleetApi, ProbeReport } from '../contracts/fleet-api.ts';
+import type { Clock } from '../contracts/runtime.ts';
+import type { Upstream } from '../contracts/upstream.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { FleetApi, ProbeReport } from './fleet-api.ts';
+import { discoverModels } from './discovery.ts';
 import { probeAll } from './health-probe.ts';
 
 export interface HealthTickDeps {
@@ -68,4 +70,23 @@ export async function waitForHealthyWorker(
     });
     await deps.sleep(Math.min(interval, left));
   }
+}
+
+/**
+ * Brings the fleet's view of its workers up to date, the one way every runtime does it: with health
+ * checks on, a health tick (probes and the models each engine lists; `only` limits it to some base
+ * URLs); with them off, a `/v1/models` lookup for the workers whose models are not known yet. Both
+ * send --api-key to the engines.
+ */
+export async function refreshWorkers(deps: HealthTickDeps, only?: readonly string[]): Promise<void> {
+  const { config } = deps;
+  if (!config.health.disabled) {
+    await runHealthTick(deps, only);
+    return;
+  }
+  await discoverModels(deps.fleet, deps.upstream, {
+    clock: deps.clock,
+    timeoutMs: config.health.timeoutSecs * 1000,
+    ...(config.workers.apiKey === undefined ? {} : { apiKey: config.workers.apiKey }),
+  });
 }

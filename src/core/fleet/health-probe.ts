@@ -2,7 +2,8 @@
  * Active health probes (DESIGN.md §9): `GET {url}{endpoint}` with a timeout driven by the injected
  * clock; healthy iff the engine answers 2xx. Probes never throw: every failure is a result.
  */
-import type { Clock, Upstream, UpstreamResponse } from '../deps.ts';
+import type { Clock } from '../contracts/runtime.ts';
+import type { Upstream, UpstreamResponse } from '../contracts/upstream.ts';
 import { fetchWorkerModels } from './discovery.ts';
 
 export interface ProbeOptions {

@@ -1,5 +1,5 @@
 /** The fleet's state as plain JSON, for a Durable Object's storage (leases are not kept). */
-import type { WorkerSpec } from './fleet-api.ts';
+import type { WorkerSpec } from '../contracts/fleet-api.ts';
 import type { WorkerRecord } from './workers.ts';
 
 export interface PersistedWorker {

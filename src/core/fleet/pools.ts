@@ -3,9 +3,10 @@
  * registry changes. Requests for a model no known worker lists go to the wildcard pool (workers
  * whose models are unknown), so unknown model names never create pools.
  */
+
+import type { WorkerRole } from '../contracts/fleet-api.ts';
 import type { Policy, PolicyContext } from '../policies/policy.ts';
 import { createPolicy } from '../policies/registry.ts';
-import type { WorkerRole } from './fleet-api.ts';
 import { servesModel, type WorkerRecord } from './workers.ts';
 
 export const WILDCARD = '*';

@@ -1,7 +1,8 @@
 /** Worker records: identity, URL normalisation, per-worker state (health, breaker, overrides). */
+
+import type { WorkerInfo, WorkerOverrides, WorkerRole, WorkerSpec } from '../contracts/fleet-api.ts';
 import type { BreakerState } from '../resilience/circuit-breaker.ts';
 import { initialBreaker } from '../resilience/circuit-breaker.ts';
-import type { WorkerInfo, WorkerOverrides, WorkerRole, WorkerSpec } from './fleet-api.ts';
 import { type HealthState, initialHealth } from './health-state.ts';
 
 export interface WorkerRecord extends WorkerOverrides {

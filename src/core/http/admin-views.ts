@@ -1,6 +1,6 @@
 /** The admin API's wire shapes (snake_case, as the anchors' APIs) and their validation. */
 import { z } from 'zod';
-import type { WorkerInfo, WorkerPatch, WorkerSpec } from '../fleet/fleet-api.ts';
+import type { WorkerInfo, WorkerPatch, WorkerSpec } from '../contracts/fleet-api.ts';
 
 const breakerBody = z
   .strictObject({

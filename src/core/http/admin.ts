@@ -6,9 +6,15 @@
  */
 import type { Context, Hono } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
-import type { Clock, Upstream } from '../deps.ts';
-import { errorResponse, RouterError } from '../errors.ts';
-import { type FleetApi, WorkerConflictError, type WorkerInfo, type WorkerSpec } from '../fleet/fleet-api.ts';
+import { errorResponse, RouterError } from '../contracts/errors.ts';
+import {
+  type FleetApi,
+  WorkerConflictError,
+  type WorkerInfo,
+  type WorkerSpec,
+} from '../contracts/fleet-api.ts';
+import type { Clock } from '../contracts/runtime.ts';
+import type { Upstream } from '../contracts/upstream.ts';
 import { expandDataParallel, workerId } from '../fleet/workers.ts';
 import { retrySettings } from '../resilience/backoff.ts';
 import {

@@ -4,8 +4,9 @@
  * in FIFO order for `queueTimeoutSecs`. A full queue is a 429 `admission_queue_full`, a wait that
  * times out a 503 `admission_queue_timeout`, both with Retry-After and never retried by the router.
  */
-import type { Clock, TimerHandle } from '../deps.ts';
-import { RouterError } from '../errors.ts';
+
+import { RouterError } from '../contracts/errors.ts';
+import type { Clock, TimerHandle } from '../contracts/runtime.ts';
 
 export type Release = () => void;
 

@@ -1,6 +1,6 @@
 /** Reads a request body once, enforcing --max-payload-size before and while reading. */
 import type { Context } from 'hono';
-import { RouterError } from '../errors.ts';
+import { RouterError } from '../contracts/errors.ts';
 
 function tooLarge(limit: number): RouterError {
   return new RouterError(

@@ -4,8 +4,9 @@
  */
 import type { Context, Hono } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
-import { RouterError } from '../errors.ts';
+import { RouterError } from '../contracts/errors.ts';
 import { policyNeeds } from '../policies/registry.ts';
+import { upstreamRequestHeaders } from '../routing/headers.ts';
 import { type PipelineContext, proxyRequest, rejectRequest } from '../routing/pipeline.ts';
 import {
   isJsonContentType,
@@ -14,8 +15,8 @@ import {
   requestInfoFromJson,
 } from '../routing/request-info.ts';
 import { extractRoutingInput } from '../routing/routing-input.ts';
+import type { Admission } from './admission.ts';
 import { readBody, streamBody, tooLargeToBuffer } from './body.ts';
-import { upstreamRequestHeaders } from './headers.ts';
 import { requestIdOf } from './request-id.ts';
 
 /** POST routes whose body is a JSON request naming a model. */
@@ -43,7 +44,12 @@ function targetOf(url: string): string {
   return slash < 0 ? '/' : url.slice(slash);
 }
 
-export function registerInferenceRoutes(app: Hono, config: RouterConfig, ctx: PipelineContext): void {
+export function registerInferenceRoutes(
+  app: Hono,
+  config: RouterConfig,
+  ctx: PipelineContext,
+  admission: Admission,
+): void {
   const limit = config.server.maxPayloadSize;
   const idHeaders = config.server.requestIdHeaders;
 
@@ -56,7 +62,7 @@ export function registerInferenceRoutes(app: Hono, config: RouterConfig, ctx: Pi
   const handle = (route: string, jsonRequired: boolean) => async (c: Context) => {
     const requestId = requestIdOf(c, idHeaders);
     const method = c.req.method;
-    const permit = ctx.admission.enabled ? await ctx.admission.acquire(c.req.raw.signal) : NO_PERMIT;
+    const permit = admission.enabled ? await admission.acquire(c.req.raw.signal) : NO_PERMIT;
     if (permit instanceof RouterError) return rejectRequest(ctx, { route, method, requestId }, permit);
     let body: Uint8Array | ReadableStream<Uint8Array> | null = null;
     let info: RequestInfo = { stream: false };

@@ -1,6 +1,6 @@
 /** Public endpoints: models, probes and metrics. */
 import type { Hono } from 'hono';
-import type { FleetApi } from '../fleet/fleet-api.ts';
+import type { FleetApi } from '../contracts/fleet-api.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 

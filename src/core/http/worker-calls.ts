@@ -1,10 +1,11 @@
 /** Small router-originated calls to engines (cache flush, info, health_generate), with a timeout. */
 import type { Context } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
-import type { Clock, Upstream } from '../deps.ts';
-import { errorResponse, RouterError } from '../errors.ts';
-import type { FleetApi } from '../fleet/fleet-api.ts';
-import { readUpstreamBody } from './upstream-body.ts';
+import { errorResponse, RouterError } from '../contracts/errors.ts';
+import type { FleetApi } from '../contracts/fleet-api.ts';
+import type { Clock } from '../contracts/runtime.ts';
+import type { Upstream } from '../contracts/upstream.ts';
+import { readUpstreamBody } from '../upstream/body.ts';
 
 interface CallDeps {
   fleet: FleetApi;

@@ -12,7 +12,7 @@
  * down to 90 % of the limit, so overflow evictions stay rare and amortised.
  * Requests without routing text go to the least-loaded worker and leave the tree alone.
  */
-import type { RouteInput } from '../fleet/fleet-api.ts';
+import type { RouteInput } from '../contracts/fleet-api.ts';
 import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
 import { addGaugeSource, cacheCounters } from './policy-metrics.ts';
 import { RadixTree } from './radix-tree.ts';

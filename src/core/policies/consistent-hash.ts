@@ -7,7 +7,7 @@
  * about 1/n of the keys move when a worker joins. Requests with neither key nor text go to the
  * least-loaded worker.
  */
-import type { RouteInput } from '../fleet/fleet-api.ts';
+import type { RouteInput } from '../contracts/fleet-api.ts';
 import { hash32 } from './hash.ts';
 import type { Policy, PolicyWorker } from './policy.ts';
 import { TieBreaker } from './tie-break.ts';

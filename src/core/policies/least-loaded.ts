@@ -7,8 +7,8 @@
  * VLLM_ROUTER_SLL_MAX_SESSIONS (or an id longer than VLLM_ROUTER_SLL_MAX_SESSION_ID_BYTES) a
  * request is placed the same way but not recorded.
  */
-import { RouterError } from '../errors.ts';
-import type { RouteInput } from '../fleet/fleet-api.ts';
+import { RouterError } from '../contracts/errors.ts';
+import type { RouteInput } from '../contracts/fleet-api.ts';
 import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
 import { SessionTable, sessionHooks, utf8Length } from './session-table.ts';
 import { TieBreaker } from './tie-break.ts';

@@ -3,8 +3,8 @@
  * chooses among the eligible candidates it is given; the fleet owns leases and load.
  */
 import type { RouterConfig } from '../config/schema.ts';
-import type { Clock, Random } from '../deps.ts';
-import type { AttemptOutcome, RouteInput } from '../fleet/fleet-api.ts';
+import type { AttemptOutcome, RouteInput } from '../contracts/fleet-api.ts';
+import type { Clock, Random } from '../contracts/runtime.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
 
 /** What a policy may read about a worker. */

@@ -4,7 +4,7 @@
  * move, each to its own second choice. The key is the routing key, else the routing text;
  * requests with neither go to the least-loaded worker.
  */
-import type { RouteInput } from '../fleet/fleet-api.ts';
+import type { RouteInput } from '../contracts/fleet-api.ts';
 import { hashKeyOf } from './consistent-hash.ts';
 import { hash53, hashWith } from './hash.ts';
 import type { Policy, PolicyWorker } from './policy.ts';

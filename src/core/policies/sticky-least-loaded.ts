@@ -17,7 +17,7 @@
  *   moves there on its request; at most one move per 30 s per pool, and never a session placed
  *   within the last 5 minutes.
  */
-import type { RouteInput } from '../fleet/fleet-api.ts';
+import type { RouteInput } from '../contracts/fleet-api.ts';
 import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
 import { addGaugeSource, sllRebalances } from './policy-metrics.ts';
 import { rendezvousPick } from './rendezvous-hash.ts';

@@ -4,7 +4,7 @@
  * zero attempts) cannot be constructed, from flags or from code.
  */
 import { parseRouterConfig, type RouterConfig } from '../config/schema.ts';
-import type { Random } from '../deps.ts';
+import type { Random } from '../contracts/runtime.ts';
 
 export type RetrySettings = Readonly<RouterConfig['retry']>;
 

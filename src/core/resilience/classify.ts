@@ -1,5 +1,5 @@
 /** Classifies an engine's status for the worker's record (and, with retries, for the attempt loop). */
-import type { AttemptOutcome } from '../fleet/fleet-api.ts';
+import type { AttemptOutcome } from '../contracts/fleet-api.ts';
 
 export interface StatusClasses {
   retryable: ReadonlySet<number>;

@@ -4,7 +4,7 @@
  * budget, the caller passes the response through instead of retrying: a fleet-wide outage does not
  * become a retry storm.
  */
-import type { Clock } from '../deps.ts';
+import type { Clock } from '../contracts/runtime.ts';
 
 export const RETRY_BUDGET_WINDOW_SECS = 10;
 

@@ -6,9 +6,10 @@
  * limit, at the request deadline, when `Retry-After` asks for too long, or when the retry budget is
  * spent; the last engine response then passes through as the engine sent it.
  */
-import type { UpstreamResponse } from '../deps.ts';
-import { RouterError } from '../errors.ts';
-import type { AttemptOutcome, RoutedWorker, RouteInput, RouteResult } from '../fleet/fleet-api.ts';
+
+import { RouterError } from '../contracts/errors.ts';
+import type { AttemptOutcome, RoutedWorker, RouteInput, RouteResult } from '../contracts/fleet-api.ts';
+import type { UpstreamResponse } from '../contracts/upstream.ts';
 import { backoffDelayMs, maxAttempts, type RetrySettings, retryAfterMs } from '../resilience/backoff.ts';
 import { outcomeForStatus } from '../resilience/classify.ts';
 import type { Exchange } from './exchange.ts';

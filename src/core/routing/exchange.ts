@@ -3,9 +3,10 @@
  * and the deadline to the engine, the attempt count, and `finish`, which runs exactly once (lease
  * settled, metrics and the log line recorded) whether the response ends, errors or is abandoned.
  */
-import type { TimerHandle } from '../deps.ts';
-import type { AttemptOutcome, RoutedWorker } from '../fleet/fleet-api.ts';
-import type { PipelineContext, ProxyCall } from './pipeline-types.ts';
+
+import type { AttemptOutcome, RoutedWorker } from '../contracts/fleet-api.ts';
+import type { TimerHandle } from '../contracts/runtime.ts';
+import type { PipelineContext, ProxyCall } from './context.ts';
 
 export const CLIENT_GONE = 'client disconnected';
 export const TIMED_OUT = 'request timeout';

@@ -3,15 +3,15 @@
  * is relayed chunk by chunk; its end, error or cancellation finishes the exchange (lease settled,
  * metrics and log line) exactly once.
  */
-import { errorResponse, type RouterError } from '../errors.ts';
-import type { AttemptOutcome } from '../fleet/fleet-api.ts';
-import { clientResponseHeaders, isEventStream } from '../http/headers.ts';
-import { relayStream } from '../http/stream-relay.ts';
+import { errorResponse, type RouterError } from '../contracts/errors.ts';
+import type { AttemptOutcome } from '../contracts/fleet-api.ts';
 import { runAttempts } from './attempts.ts';
+import type { PipelineContext, ProxyCall } from './context.ts';
 import { Exchange } from './exchange.ts';
-import type { PipelineContext, ProxyCall } from './pipeline-types.ts';
+import { clientResponseHeaders, isEventStream } from './headers.ts';
+import { relayStream } from './stream-relay.ts';
 
-export type { PipelineContext, ProxyCall } from './pipeline-types.ts';
+export type { PipelineContext, ProxyCall } from './context.ts';
 
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 

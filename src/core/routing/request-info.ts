@@ -2,7 +2,7 @@
  * The routing input of a request, read once: the parsed JSON body (when the route carries JSON),
  * `model` and `stream`. Malformed JSON is a 400 that never reaches an engine.
  */
-import { RouterError } from '../errors.ts';
+import { RouterError } from '../contracts/errors.ts';
 
 export interface RequestInfo {
   model?: string;

@@ -5,7 +5,7 @@
 import { evictDurableObject, runDurableObjectAlarm } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import type { FleetObject } from '../../../src/adapters/cloudflare/fleet-object.ts';
-import type { RouteResult } from '../../../src/core/fleet/fleet-api.ts';
+import type { RouteResult } from '../../../src/core/contracts/fleet-api.ts';
 import { engines, freshFleet, inObject } from './helpers.ts';
 import { HEALTH, REQUEST_TIMEOUT_SECS } from './router-config.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RouterError } from '../../../src/core/errors.ts';
+import { RouterError } from '../../../src/core/contracts/errors.ts';
 import type { PolicyWorker } from '../../../src/core/policies/policy.ts';
 import { createPolicy } from '../../../src/core/policies/registry.ts';
 import { FakeClock } from '../../support/fake-clock.ts';

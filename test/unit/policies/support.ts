@@ -1,7 +1,7 @@
 /** Shared helpers of the policy tests: worker lists, a Fleet with one policy, metric readers. */
 import type { RouterConfig } from '../../../src/core/config/schema.ts';
+import type { RouteResult, WorkerSpec } from '../../../src/core/contracts/fleet-api.ts';
 import { Fleet } from '../../../src/core/fleet/fleet.ts';
-import type { RouteResult, WorkerSpec } from '../../../src/core/fleet/fleet-api.ts';
 import type { MetricsRegistry } from '../../../src/core/observability/metrics.ts';
 import type { PolicyWorker } from '../../../src/core/policies/policy.ts';
 import { FakeClock } from '../../support/fake-clock.ts';

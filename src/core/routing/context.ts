@@ -1,11 +1,24 @@
-/** What the pipeline needs: the app's shared context and one client request. */
-import type { RouterDeps } from '../deps.ts';
-import type { Admission, Release } from '../http/admission.ts';
+/** What the pipeline needs: the host's dependencies, the app's shared context and one client request. */
+import type { FleetApi } from '../contracts/fleet-api.ts';
+import type { Clock, Random } from '../contracts/runtime.ts';
+import type { Upstream } from '../contracts/upstream.ts';
 import type { Instruments } from '../observability/instruments.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { MetricsRegistry } from '../observability/metrics.ts';
 import type { RetrySettings } from '../resilience/backoff.ts';
 import type { StatusClasses } from '../resilience/classify.ts';
 import type { RetryBudget } from '../resilience/retry-budget.ts';
 import type { RequestInfo } from './request-info.ts';
+
+/** What the core needs from its host: time, randomness, the upstream transport, fleet state, logs, metrics. */
+export interface RouterDeps {
+  clock: Clock;
+  random: Random;
+  upstream: Upstream;
+  fleet: FleetApi;
+  logger: Logger;
+  metrics: MetricsRegistry;
+}
 
 export interface PipelineContext {
   deps: RouterDeps;
@@ -13,11 +26,13 @@ export interface PipelineContext {
   classes: StatusClasses;
   retry: RetrySettings;
   budget: RetryBudget;
-  admission: Admission;
   timeoutMs: number;
   /** Bearer sent to engines (--api-key); otherwise the client's Authorization passes through. */
   apiKey?: string;
 }
+
+/** Returns a request's admission permit; called exactly once. */
+export type Release = () => void;
 
 /** One client request, as the pipeline needs it. */
 export interface ProxyCall {

@@ -2,7 +2,7 @@
  * The Web `fetch` as upstream transport: the default on Deno and Workers, and a comparison point on
  * Node (where undici `request` is several times faster).
  */
-import type { Upstream } from '../deps.ts';
+import type { Upstream } from '../contracts/upstream.ts';
 
 export function fetchUpstream(fetchImpl: typeof fetch = fetch): Upstream {
   return async (req) => {

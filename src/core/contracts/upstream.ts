@@ -1,0 +1,40 @@
+/**
+ * The upstream transport contract: a fetch-shaped function each runtime supplies (undici on Node,
+ * the Web `fetch` on Deno and Workers, an in-memory function in tests).
+ */
+
+/** A request to an engine. Headers are a plain object (lowercase names): cheaper than `Headers`. */
+export interface UpstreamRequest {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body: Uint8Array | ReadableStream<Uint8Array> | null;
+  signal: AbortSignal;
+}
+
+/**
+ * An engine's answer. `body` is either the whole body (transports may buffer small bodies that
+ * announced a content-length) or a stream delivering chunks as they arrive.
+ */
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: Uint8Array | ReadableStream<Uint8Array> | null;
+}
+
+/** The upstream transport: fetch-shaped, so any runtime's HTTP client fits behind it. */
+export type Upstream = (req: UpstreamRequest) => Promise<UpstreamResponse>;
+
+/**
+ * Thrown by a transport when a pooled keep-alive connection turned out to be closed before any
+ * response byte arrived: the request never reached the engine, so the core resends it once, free.
+ */
+export class StaleConnectionError extends Error {
+  override readonly name = 'StaleConnectionError';
+  readonly code: string | undefined;
+
+  constructor(message: string, options: { cause?: unknown; code?: string } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = options.code;
+  }
+}
