@@ -9,7 +9,7 @@ import type { Hono } from 'hono';
 import type { RouterConfig } from './config/schema.ts';
 import { assertSupported } from './config/unsupported.ts';
 import type { FleetApi } from './contracts/fleet-api.ts';
-import { type Clock, type Random, systemClock, systemRandom } from './contracts/runtime.ts';
+import { type Clock, type Random, randomUuid, systemClock, systemRandom } from './contracts/runtime.ts';
 import type { Upstream } from './contracts/upstream.ts';
 import type { Fleet } from './fleet/fleet.ts';
 import { registerFleetCollector } from './fleet/fleet-collector.ts';
@@ -30,6 +30,8 @@ export interface RouterHost {
   logSink: LogSink;
   clock?: Clock;
   random?: Random;
+  /** Fresh request ids (default: version-4 UUIDs from the system random, apart from `random`). */
+  newId?: () => string;
   /** The registry metrics go to (default: a new one). */
   metrics?: MetricsRegistry;
   /** Told of every fleet event (worker up/down, breaker transitions) after it is logged. */
@@ -102,7 +104,15 @@ function assemble<F extends FleetApi>(
     get app() {
       app ??= createRouterApp(
         config,
-        { clock, random: host.random ?? systemRandom, upstream, fleet, logger, metrics },
+        {
+          clock,
+          random: host.random ?? systemRandom,
+          newId: host.newId ?? (() => randomUuid(systemRandom)),
+          upstream,
+          fleet,
+          logger,
+          metrics,
+        },
         { refreshWorkers: refresh },
       );
       return app;

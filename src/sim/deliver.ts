@@ -101,7 +101,7 @@ export function deliverSse(state: SimState, tracker: RequestTracker, d: SseDeliv
     d.onSuccess?.();
     return new Response(d.events.join('') + d.terminal, { status: 200, headers });
   }
-  const now = () => performance.now();
+  const now = state.config.now ?? (() => performance.now());
   const body = timedBody({
     chunks: d.events,
     terminal: d.terminal,

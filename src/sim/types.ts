@@ -64,6 +64,8 @@ export interface SimOptions {
   kvHost: string;
   kvPort: number;
   sleep: SimSleep;
+  /** Monotonic milliseconds for token deadlines (default `performance.now`; tests may freeze it). */
+  now?: () => number;
   /** Abort the connection at once (a TCP reset). Without it `fetch` rejects with a TypeError. */
   resetConnection?: ConnectionHook;
   /**

@@ -42,6 +42,11 @@ export interface NodeRouter {
   healthTick(): Promise<void>;
   /** Stops accepting, waits up to `graceMs` for in-flight requests, then closes everything. */
   close(graceMs?: number): Promise<void>;
+  /**
+   * `close`, resolving true when the in-flight requests all finished, false when the grace period
+   * ran out first (the rest were cut).
+   */
+  drain(graceMs?: number): Promise<boolean>;
 }
 
 type NodeServer = ReturnType<typeof serve> & {
@@ -60,15 +65,20 @@ function listen(server: NodeServer): Promise<AddressInfo> {
   });
 }
 
-function closeServer(server: NodeServer, graceMs: number): Promise<void> {
+/** Resolves true when every connection ended within `graceMs`, false when the rest were cut. */
+function closeServer(server: NodeServer, graceMs: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const timer = setTimeout(() => server.closeAllConnections?.(), graceMs);
+    let drained = true;
+    const timer = setTimeout(() => {
+      drained = false;
+      server.closeAllConnections?.();
+    }, graceMs);
     // Keep-alive connections become idle as their last response ends: close them as they do.
     const sweep = setInterval(() => server.closeIdleConnections?.(), 100);
     server.close(() => {
       clearTimeout(timer);
       clearInterval(sweep);
-      resolve();
+      resolve(drained);
     });
     server.closeIdleConnections?.();
   });
@@ -120,7 +130,19 @@ export async function startNodeRouter(
     metricsUrl = `${urlOf(config.metrics.host, metricsAddress.port)}/metrics`;
   }
 
-  let closing: Promise<void> | undefined;
+  let closing: Promise<boolean> | undefined;
+  const drain = (graceMs = config.server.shutdownGraceSecs * 1000) => {
+    closing ??= (async () => {
+      if (healthTimer) clearInterval(healthTimer);
+      const [drained] = await Promise.all([
+        closeServer(server, graceMs),
+        metricsServer ? closeServer(metricsServer, 0) : Promise.resolve(true),
+      ]);
+      await ownedUpstream?.close();
+      return drained;
+    })();
+    return closing;
+  };
   return {
     url: urlOf(config.server.host, address.port),
     port: address.port,
@@ -130,16 +152,7 @@ export async function startNodeRouter(
     logger,
     metrics,
     healthTick: () => router.healthTick(),
-    close(graceMs = config.server.shutdownGraceSecs * 1000) {
-      closing ??= (async () => {
-        if (healthTimer) clearInterval(healthTimer);
-        await Promise.all([
-          closeServer(server, graceMs),
-          metricsServer ? closeServer(metricsServer, 0) : Promise.resolve(),
-        ]);
-        await ownedUpstream?.close();
-      })();
-      return closing;
-    },
+    close: async (graceMs) => void (await drain(graceMs)),
+    drain,
   };
 }

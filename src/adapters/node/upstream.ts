@@ -5,7 +5,12 @@
  * stream, so a client that leaves cancels the engine's work.
  */
 import { Agent, type Dispatcher } from 'undici';
-import type { Upstream, UpstreamRequest, UpstreamResponse } from '../../core/contracts/upstream.ts';
+import {
+  StaleConnectionError,
+  type Upstream,
+  type UpstreamRequest,
+  type UpstreamResponse,
+} from '../../core/contracts/upstream.ts';
 
 export interface UndiciUpstreamOptions {
   /** Max connections per engine origin (default unlimited). */
@@ -82,17 +87,17 @@ function readWhole(body: UndiciBody, length: number): Promise<Uint8Array> {
 const CONNECTION_LOST = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
 /**
- * Marks a failure that looks like a pooled keep-alive connection the engine had already closed:
- * the connection dropped before any response byte, and (when undici says) it had carried earlier
- * responses. The pipeline resends such a request once, at once.
+ * A failure that looks like a pooled keep-alive connection the engine had already closed (the
+ * connection dropped before any response byte, and, when undici says, it had carried earlier
+ * responses) becomes the core's StaleConnectionError: the pipeline resends it once, at once.
  */
 function tagStaleConnection(err: unknown): unknown {
   if (typeof err !== 'object' || err === null) return err;
   const { code, socket } = err as { code?: unknown; socket?: { bytesRead?: number } };
   if (typeof code !== 'string' || !CONNECTION_LOST.has(code)) return err;
   if (socket && typeof socket.bytesRead === 'number' && socket.bytesRead === 0) return err;
-  (err as { staleConnection?: boolean }).staleConnection = true;
-  return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new StaleConnectionError(message, { cause: err, code });
 }
 
 export function createUndiciUpstream(options: UndiciUpstreamOptions = {}): UndiciUpstream {

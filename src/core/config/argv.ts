@@ -2,7 +2,9 @@
  * A pure command-line parser driven by the flag table. It turns argv into a partial, nested config
  * object (the overrides) without validating values: the schema does that, and load.ts blames the
  * flag that supplied a bad one. Only syntax errors (unknown flag, missing value) are raised here.
+ * argv-tokens.ts splits argv into flag tokens; the readers here apply them to the flag table.
  */
+import { type FlagToken, FlagValues, NUMERIC, tokenizeArgv } from './argv-tokens.ts';
 import { ConfigError, closest } from './errors.ts';
 import { FLAG_BY_NAME, type FlagSpec, metavar } from './flags.ts';
 
@@ -32,7 +34,6 @@ export interface ParseOptions {
   readonly source?: string;
 }
 
-const NUMERIC = /^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/;
 const ROUTING_LOGIC: Readonly<Record<string, { path: string; value: unknown }>> = {
   roundrobin: { path: 'policy.name', value: 'round_robin' },
   session: { path: 'policy.name', value: 'consistent_hash' },
@@ -51,10 +52,6 @@ export function parseBool(raw: string): boolean | undefined {
   if (['true', '1', 'yes', 'on'].includes(v)) return true;
   if (['false', '0', 'no', 'off'].includes(v)) return false;
   return undefined;
-}
-
-function isFlagToken(token: string): boolean {
-  return token.length > 1 && token.startsWith('-') && !NUMERIC.test(token);
 }
 
 export function getPath(obj: unknown, path: readonly (string | number)[]): unknown {
@@ -81,159 +78,214 @@ export function parseArgv(argv: readonly string[]): ParsedArgs {
   return parseFlagTokens(argv);
 }
 
+/** The state the readers of one parse share: the result so far, and whom to blame. */
+interface Parse {
+  readonly out: ParsedArgs;
+  /** ParseOptions.source: the environment variable the tokens came from. */
+  readonly source: string | undefined;
+}
+
+/** One flag being read: its table row, its name as spelled, and what it may take as its value. */
+interface FlagUse {
+  readonly spec: FlagSpec;
+  readonly name: string;
+  readonly inline: string | undefined;
+  readonly values: FlagValues;
+}
+
+/** A value for a config path, and who gave it (the flag as spelled, the raw text). */
+interface Setting {
+  readonly path: string;
+  readonly value: unknown;
+  readonly name: string;
+  readonly raw: string;
+}
+
 export function parseFlagTokens(argv: readonly string[], options: ParseOptions = {}): ParsedArgs {
-  const out: ParsedArgs = {
-    overrides: {},
-    help: false,
-    checkConfig: false,
-    version: false,
-    origins: new Map(),
-    warnings: [],
+  const parse: Parse = {
+    out: { overrides: {}, help: false, checkConfig: false, version: false, origins: new Map(), warnings: [] },
+    source: options.source,
   };
-  let i = 0;
   let previous: string | undefined;
-
-  function fail(message: string, flag: string, path?: string): never {
-    throw new ConfigError(message, { flag: options.source ?? flag, ...(path ? { path } : {}) });
+  for (const token of tokenizeArgv(argv)) {
+    if (token.kind === 'stray') rejectStray(parse, token.text, previous);
+    applyFlag(parse, token);
+    previous = token.name;
   }
-  // "--port abc" on the command line, "VLLM_ROUTER_PORT=abc" from the environment.
-  const describe = (name: string, raw: string) =>
-    options.source ? `${options.source}=${raw}` : `${name} ${raw}`;
-  const peek = () => argv[i + 1];
-  const takeValue = (name: string, spec: FlagSpec, inline: string | undefined): string => {
-    if (inline !== undefined) return inline;
-    const next = peek();
-    if (next === undefined || isFlagToken(next)) {
-      return fail(`${name} requires a value${metavar(spec) ? ` (${metavar(spec)})` : ''}`, name, spec.path);
-    }
-    i++;
-    return next;
-  };
-  const takeList = (inline: string | undefined): string[] => {
-    if (inline !== undefined) return [inline];
-    const values: string[] = [];
-    for (let next = peek(); next !== undefined && !isFlagToken(next); next = peek()) {
-      values.push(next);
-      i++;
-    }
-    return values;
-  };
-  const set = (path: string, value: unknown, name: string, raw: string) => {
-    setPath(out.overrides, path, value);
-    out.origins.set(path, { name: options.source ?? name, raw });
-  };
-  const append = (path: string, values: readonly unknown[], name: string, raw: string) => {
-    const existing = getPath(out.overrides, path.split('.'));
-    set(path, [...(Array.isArray(existing) ? existing : []), ...values], name, raw);
-  };
+  return parse.out;
+}
 
-  for (; i < argv.length; i++) {
-    const token = argv[i]!;
-    if (token === '--') continue; // `npm start -- --port 1`, `deno task start -- --port 1`
-    if (!isFlagToken(token)) {
-      const after = previous ? ` after ${previous}` : '';
-      const takesNoValue = previous && FLAG_BY_NAME.get(previous)?.kind === 'bool';
-      const hint = takesNoValue ? ` (${previous} takes no value; write ${previous}=${token})` : '';
-      fail(`unexpected argument "${token}"${after}${hint}`, previous ?? token);
-    }
-    const eq = token.startsWith('--') ? token.indexOf('=') : -1;
-    const name = eq > 0 ? token.slice(0, eq) : token;
-    const inline = eq > 0 ? token.slice(eq + 1) : undefined;
-    const spec = FLAG_BY_NAME.get(name);
-    if (!spec) {
-      const near = closest(name, FLAG_BY_NAME.keys());
-      fail(`unknown flag ${name}${near ? ` (did you mean ${near}?)` : ''}`, name);
-    }
-    previous = name;
-    readFlag(spec, name, inline);
+function fail(parse: Parse, message: string, blame: { flag: string; path?: string | undefined }): never {
+  const { flag, path } = blame;
+  throw new ConfigError(message, { flag: parse.source ?? flag, ...(path ? { path } : {}) });
+}
+
+/** "--port abc" on the command line, "VLLM_ROUTER_PORT=abc" from the environment. */
+function describe(parse: Parse, name: string, raw: string): string {
+  return parse.source ? `${parse.source}=${raw}` : `${name} ${raw}`;
+}
+
+/** An argument no flag took. `previous` is the flag before it, if any. */
+function rejectStray(parse: Parse, text: string, previous: string | undefined): never {
+  const after = previous ? ` after ${previous}` : '';
+  const takesNoValue = previous && FLAG_BY_NAME.get(previous)?.kind === 'bool';
+  const hint = takesNoValue ? ` (${previous} takes no value; write ${previous}=${text})` : '';
+  return fail(parse, `unexpected argument "${text}"${after}${hint}`, { flag: previous ?? text });
+}
+
+/** Looks the flag up, reads its value, and rejects any argument after it that it did not take. */
+function applyFlag(parse: Parse, token: FlagToken): void {
+  const { name, inline } = token;
+  const spec = FLAG_BY_NAME.get(name);
+  if (!spec) {
+    const near = closest(name, FLAG_BY_NAME.keys());
+    fail(parse, `unknown flag ${name}${near ? ` (did you mean ${near}?)` : ''}`, { flag: name });
   }
-  return out;
+  const values = new FlagValues(token.values);
+  if (spec.kind === 'custom') readCustom(parse, { spec, name, inline, values });
+  else readFlag(parse, { spec, name, inline, values });
+  const extra = values.peek();
+  if (extra !== undefined) rejectStray(parse, extra, name);
+}
 
-  function readFlag(spec: FlagSpec, name: string, inline: string | undefined): void {
-    if (spec.kind === 'custom') {
-      readCustom(spec, name, inline);
+/** The flag's one value: the inline `=value`, else the next argument; fails when there is none. */
+function takeValue(parse: Parse, use: FlagUse, placeholder = metavar(use.spec)): string {
+  if (use.inline !== undefined) return use.inline;
+  const next = use.values.take();
+  if (next === undefined) {
+    const shown = placeholder ? ` (${placeholder})` : '';
+    return fail(parse, `${use.name} requires a value${shown}`, { flag: use.name, path: use.spec.path });
+  }
+  return next;
+}
+
+/** A list flag's values: the inline `=value` alone, else every argument up to the next flag. */
+function takeList(use: FlagUse): string[] {
+  return use.inline !== undefined ? [use.inline] : use.values.takeAll();
+}
+
+function set(parse: Parse, { path, value, name, raw }: Setting): void {
+  setPath(parse.out.overrides, path, value);
+  parse.out.origins.set(path, { name: parse.source ?? name, raw });
+}
+
+/** Lists append to what earlier flags (`--worker-urls a --worker-urls b`) set. */
+function append(parse: Parse, setting: Setting & { readonly value: readonly unknown[] }): void {
+  const existing = getPath(parse.out.overrides, setting.path.split('.'));
+  set(parse, { ...setting, value: [...(Array.isArray(existing) ? existing : []), ...setting.value] });
+}
+
+/** The value of a flag of any kind but custom, and its raw text for error messages. */
+function readValue(parse: Parse, use: FlagUse): { value: unknown; raw: string } {
+  const { spec, name, inline } = use;
+  switch (spec.kind) {
+    case 'bool': {
+      const raw = inline ?? 'true';
+      const b = parseBool(raw);
+      if (b === undefined)
+        fail(parse, `${describe(parse, name, raw)}: must be true or false`, { flag: name, path: spec.path });
+      return { value: spec.negate ? !b : b, raw };
+    }
+    case 'list':
+    case 'csv-list': {
+      const tokens = spec.kind === 'list' ? takeList(use) : [takeValue(parse, use)];
+      const parts = tokens.flatMap((t) => t.split(',')).map((t) => t.trim());
+      const items = parts.filter((t) => t !== '');
+      return { value: spec.items === 'int' ? items.map(toNumber) : items, raw: tokens.join(' ') };
+    }
+    default: {
+      const raw = takeValue(parse, use);
+      return { value: spec.kind === 'string' ? raw : toNumber(raw), raw };
+    }
+  }
+}
+
+/** Refused flags fail; ignored and deprecated ones add a warning. */
+function checkStatus(parse: Parse, { spec, name }: FlagUse, value: unknown): void {
+  if (spec.refused !== undefined) {
+    const n = typeof value === 'number' && Number.isInteger(value) ? String(value + 1) : 'N+1';
+    fail(parse, `${name} is not supported: ${spec.refused.replace('{N+1}', n)}`, { flag: name });
+  }
+  if (spec.ignored !== undefined)
+    parse.out.warnings.push(`${name} is accepted for compatibility and ignored: ${spec.ignored}`);
+  if (spec.deprecated !== undefined) parse.out.warnings.push(`${name} is deprecated: ${spec.deprecated}`);
+}
+
+/** Flags that steer the CLI itself; false when the flag is not one of them. */
+function applyMeta(out: ParsedArgs, spec: FlagSpec, value: unknown): boolean {
+  switch (spec.meta) {
+    case 'config':
+      out.configFile = String(value);
+      return true;
+    case 'check-config':
+      out.checkConfig = value === true;
+      return true;
+    case 'help':
+      out.help = value === true;
+      return true;
+    case 'version':
+      out.version = value === true;
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** Reads a flag of any kind but custom and stores its value (or steers the CLI, for meta flags). */
+function readFlag(parse: Parse, use: FlagUse): void {
+  const { spec, name } = use;
+  const { value, raw } = readValue(parse, use);
+  checkStatus(parse, use, value);
+  if (applyMeta(parse.out, spec, value) || spec.path === undefined) return;
+  if (Array.isArray(value)) append(parse, { path: spec.path, value, name, raw });
+  else set(parse, { path: spec.path, value, name, raw });
+}
+
+function readCustom(parse: Parse, use: FlagUse): void {
+  switch (use.spec.custom) {
+    case 'prefill':
+      readPrefill(parse, use);
       return;
-    }
-    let value: unknown;
-    let raw: string;
-    switch (spec.kind) {
-      case 'bool': {
-        raw = inline ?? 'true';
-        const b = parseBool(raw);
-        if (b === undefined) fail(`${describe(name, raw)}: must be true or false`, name, spec.path);
-        value = spec.negate ? !b : b;
-        break;
-      }
-      case 'list':
-      case 'csv-list': {
-        const tokens = spec.kind === 'list' ? takeList(inline) : [takeValue(name, spec, inline)];
-        raw = tokens.join(' ');
-        const parts = tokens.flatMap((t) => t.split(',')).map((t) => t.trim());
-        const items = parts.filter((t) => t !== '');
-        value = spec.items === 'int' ? items.map(toNumber) : items;
-        break;
-      }
-      default:
-        raw = takeValue(name, spec, inline);
-        value = spec.kind === 'string' ? raw : toNumber(raw);
-    }
-    if (spec.refused !== undefined) {
-      const n = typeof value === 'number' && Number.isInteger(value) ? String(value + 1) : 'N+1';
-      fail(`${name} is not supported: ${spec.refused.replace('{N+1}', n)}`, name);
-    }
-    if (spec.ignored !== undefined)
-      out.warnings.push(`${name} is accepted for compatibility and ignored: ${spec.ignored}`);
-    if (spec.deprecated !== undefined) out.warnings.push(`${name} is deprecated: ${spec.deprecated}`);
-    switch (spec.meta) {
-      case 'config':
-        out.configFile = String(value);
-        return;
-      case 'check-config':
-        out.checkConfig = value === true;
-        return;
-      case 'help':
-        out.help = value === true;
-        return;
-      case 'version':
-        out.version = value === true;
-        return;
-    }
-    if (spec.path === undefined) return;
-    if (Array.isArray(value)) append(spec.path, value, name, raw);
-    else set(spec.path, value, name, raw);
+    case 'service-discovery':
+      readServiceDiscovery(parse, use);
+      return;
+    case 'routing-logic':
+      readRoutingLogic(parse, use);
+      return;
   }
+}
 
-  function readCustom(spec: FlagSpec, name: string, inline: string | undefined): void {
-    switch (spec.custom) {
-      case 'prefill': {
-        // --prefill URL [BOOTSTRAP_PORT|none]: the second token is taken only if it is a port or none.
-        const url = takeValue(name, { ...spec, metavar: 'URL' }, inline);
-        const next = peek();
-        let port: number | null = null;
-        if (next !== undefined && (/^\d+$/.test(next) || next.toLowerCase() === 'none')) {
-          i++;
-          port = next.toLowerCase() === 'none' ? null : Number(next);
-        }
-        append('pd.prefill', [{ url, bootstrapPort: port }], name, port === null ? url : `${url} ${port}`);
-        return;
-      }
-      case 'service-discovery': {
-        // A bare switch in vllm-router (Kubernetes), a value in production-stack: static | k8s.
-        let raw = inline;
-        if (raw === undefined && (peek() === 'static' || peek() === 'k8s')) raw = argv[++i];
-        const on = raw === undefined ? true : parseBool(raw);
-        if (on === true) set('discovery.mode', 'k8s', name, raw ?? '');
-        else if (on === undefined) set('discovery.mode', raw, name, raw ?? '');
-        return; // --service-discovery=false: nothing to discover
-      }
-      case 'routing-logic': {
-        const raw = takeValue(name, spec, inline);
-        const target = Object.hasOwn(ROUTING_LOGIC, raw) ? ROUTING_LOGIC[raw] : undefined;
-        if (!target)
-          fail(`${describe(name, raw)}: must be one of ${Object.keys(ROUTING_LOGIC).join(', ')}`, name);
-        set(target.path, target.value, name, raw);
-        return;
-      }
-    }
+/** --prefill URL [BOOTSTRAP_PORT|none]: the second token is taken only if it is a port or none. */
+function readPrefill(parse: Parse, use: FlagUse): void {
+  const url = takeValue(parse, use, 'URL');
+  const next = use.values.peek();
+  let port: number | null = null;
+  if (next !== undefined && (/^\d+$/.test(next) || next.toLowerCase() === 'none')) {
+    use.values.take();
+    port = next.toLowerCase() === 'none' ? null : Number(next);
   }
+  const raw = port === null ? url : `${url} ${port}`;
+  append(parse, { path: 'pd.prefill', value: [{ url, bootstrapPort: port }], name: use.name, raw });
+}
+
+/** A bare switch in vllm-router (Kubernetes), a value in production-stack: static | k8s. */
+function readServiceDiscovery(parse: Parse, use: FlagUse): void {
+  let raw = use.inline;
+  const next = use.values.peek();
+  if (raw === undefined && (next === 'static' || next === 'k8s')) raw = use.values.take();
+  const on = raw === undefined ? true : parseBool(raw);
+  const setting = { path: 'discovery.mode', name: use.name, raw: raw ?? '' };
+  if (on === true) set(parse, { ...setting, value: 'k8s' });
+  else if (on === undefined) set(parse, { ...setting, value: raw });
+  // --service-discovery=false: nothing to discover
+}
+
+function readRoutingLogic(parse: Parse, use: FlagUse): void {
+  const raw = takeValue(parse, use);
+  const target = Object.hasOwn(ROUTING_LOGIC, raw) ? ROUTING_LOGIC[raw] : undefined;
+  if (!target) {
+    const valid = Object.keys(ROUTING_LOGIC).join(', ');
+    fail(parse, `${describe(parse, use.name, raw)}: must be one of ${valid}`, { flag: use.name });
+  }
+  set(parse, { path: target.path, value: target.value, name: use.name, raw });
 }

@@ -92,37 +92,56 @@ function envTokens(spec: FlagSpec, value: string): string[] {
   return [`${spec.flag}=${value.trim()}`];
 }
 
-function parseEnv(env: Record<string, string | undefined>) {
-  let overrides: ConfigOverrides = {};
-  const origins = new Map<string, FlagOrigin>();
-  const warnings: string[] = [];
+/** What the environment variables set: overrides and their origins, like the command line's. */
+interface EnvSettings {
+  overrides: ConfigOverrides;
+  origins: Map<string, FlagOrigin>;
+  warnings: string[];
+  configFile: string | undefined;
+}
+
+function parseEnv(env: Record<string, string | undefined>): EnvSettings {
+  const settings: EnvSettings = { overrides: {}, origins: new Map(), warnings: [], configFile: undefined };
   const known = new Set<string>();
-  let configFile: string | undefined;
   for (const spec of FLAGS) {
     // Legacy names come first in `env`, so the canonical VLLM_ROUTER_<FLAG> wins when both are set.
     for (const name of spec.env ?? []) {
       known.add(name);
-      const value = env[name];
-      if (value === undefined || value.trim() === '') continue;
-      if (SERVICE_LINK.test(value.trim()) && spec.kind !== 'string') {
-        warnings.push(
-          `${name}=${value} ignored: it looks like a Kubernetes service link, not a ${spec.flag} value`,
-        );
-        continue;
-      }
-      const parsed: ParsedArgs = parseFlagTokens(envTokens(spec, value), { source: name });
-      overrides = deepMerge(overrides, parsed.overrides);
-      for (const [path, origin] of parsed.origins) origins.set(path, origin);
-      configFile = parsed.configFile ?? configFile;
+      readEnvVar(settings, { spec, name, value: env[name] });
     }
   }
+  settings.warnings.push(...unknownEnvWarnings(env, known));
+  return settings;
+}
+
+/** Parses one variable that stands for `spec` as its flag's tokens, and merges what it set. */
+function readEnvVar(
+  settings: EnvSettings,
+  { spec, name, value }: { spec: FlagSpec; name: string; value: string | undefined },
+): void {
+  if (value === undefined || value.trim() === '') return;
+  if (SERVICE_LINK.test(value.trim()) && spec.kind !== 'string') {
+    settings.warnings.push(
+      `${name}=${value} ignored: it looks like a Kubernetes service link, not a ${spec.flag} value`,
+    );
+    return;
+  }
+  const parsed: ParsedArgs = parseFlagTokens(envTokens(spec, value), { source: name });
+  settings.overrides = deepMerge(settings.overrides, parsed.overrides);
+  for (const [path, origin] of parsed.origins) settings.origins.set(path, origin);
+  settings.configFile = parsed.configFile ?? settings.configFile;
+}
+
+/** VLLM_ROUTER_* variables that stand for no flag (Kubernetes service links aside). */
+function unknownEnvWarnings(env: Record<string, string | undefined>, known: ReadonlySet<string>): string[] {
+  const warnings: string[] = [];
   for (const name of Object.keys(env)) {
     if (!name.startsWith('VLLM_ROUTER_') || known.has(name) || KUBERNETES_LINK_VARS.test(name)) continue;
     if (SERVICE_LINK.test(env[name] ?? '')) continue;
     const near = closest(name, known);
     warnings.push(`unknown environment variable ${name} ignored${near ? ` (did you mean ${near}?)` : ''}`);
   }
-  return { overrides, origins, warnings, configFile };
+  return warnings;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -49,6 +49,25 @@ const DEFAULT_REQUEST_ID_HEADERS = ['x-request-id', 'x-correlation-id', 'x-trace
 
 // ---------------------------------------------------------------------------------------------
 
+/** The retry settings a worker may override (admin API), with their ranges and defaults. */
+export const retryFields = {
+  maxRetries: int(1).default(5),
+  initialBackoffMs: num(0).default(50),
+  maxBackoffMs: num(0).default(30_000),
+  backoffMultiplier: num(1).default(1.5),
+  jitterFactor: num(0, 1).default(0.2),
+  disabled: bool().default(false),
+};
+
+/** The circuit-breaker settings a worker may override (admin API), with their ranges and defaults. */
+export const breakerFields = {
+  failureThreshold: int(1).default(10),
+  successThreshold: int(1).default(3),
+  timeoutDurationSecs: positive().default(60),
+  windowDurationSecs: positive().default(120),
+  disabled: bool().default(false),
+};
+
 export const routerConfigSchema = z
   .strictObject({
     server: section({
@@ -105,23 +124,14 @@ export const routerConfigSchema = z
         .default(0),
     }),
     retry: section({
-      maxRetries: int(1).default(5),
-      initialBackoffMs: num(0).default(50),
-      maxBackoffMs: num(0).default(30_000),
-      backoffMultiplier: num(1).default(1.5),
-      jitterFactor: num(0, 1).default(0.2),
-      disabled: bool().default(false),
+      ...retryFields,
       retryableStatusCodes: statusCodes.default(() => [408, 429, 500, 502, 503, 504]),
       maxBufferedRequestBytes: int(0).default(1_048_576),
       budgetRatio: num(0).default(0.2),
       budgetMinPerSec: num(0).default(10),
     }),
     circuitBreaker: section({
-      failureThreshold: int(1).default(10),
-      successThreshold: int(1).default(3),
-      timeoutDurationSecs: positive().default(60),
-      windowDurationSecs: positive().default(120),
-      disabled: bool().default(false),
+      ...breakerFields,
       capacityStatusCodes: statusCodes.default(() => [429]),
     }),
     health: section({

@@ -4,13 +4,14 @@ import type { FleetApi } from '../contracts/fleet-api.ts';
 import type { Clock } from '../contracts/runtime.ts';
 import type { Upstream } from '../contracts/upstream.ts';
 import { readUpstreamBody } from '../upstream/body.ts';
+import { engineCall } from '../upstream/engine-call.ts';
 
 const decoder = new TextDecoder();
 
 export interface DiscoveryOptions {
   clock: Clock;
   timeoutMs: number;
-  apiKey?: string;
+  apiKey?: string | undefined;
 }
 
 /** GET {url}/v1/models; returns the model ids, or undefined when the worker does not answer usefully. */
@@ -19,30 +20,21 @@ export async function fetchWorkerModels(
   url: string,
   options: DiscoveryOptions,
 ): Promise<string[] | undefined> {
-  const controller = new AbortController();
-  const timer = options.clock.setTimeout(() => controller.abort('timeout'), options.timeoutMs);
-  try {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
-    const res = await upstream({
-      url: `${url}/v1/models`,
-      method: 'GET',
-      headers,
-      body: null,
-      signal: controller.signal,
-    });
-    const text = decoder.decode(await readUpstreamBody(res.body));
-    if (res.status !== 200) return undefined;
-    const data = (JSON.parse(text) as { data?: unknown }).data;
-    if (!Array.isArray(data)) return undefined;
-    return data.flatMap((m) =>
-      typeof m === 'object' && m !== null && typeof m.id === 'string' ? [m.id] : [],
-    );
-  } catch {
-    return undefined;
-  } finally {
-    options.clock.clearTimeout(timer);
-  }
+  const call = await engineCall(
+    upstream,
+    `${url}/v1/models`,
+    { ...options, headers: { accept: 'application/json' } },
+    async (res) => {
+      const text = decoder.decode(await readUpstreamBody(res.body));
+      if (res.status !== 200) return undefined;
+      const data = (JSON.parse(text) as { data?: unknown }).data;
+      if (!Array.isArray(data)) return undefined;
+      return data.flatMap((m) =>
+        typeof m === 'object' && m !== null && typeof m.id === 'string' ? [m.id as string] : [],
+      );
+    },
+  );
+  return call.ok ? call.value : undefined;
 }
 
 /** Fills in the models of every worker whose models are not known yet (once per base URL). */

@@ -31,9 +31,9 @@ import { availableCandidates, breakerSettingsFor } from './availability.ts';
 import { createFleetMetrics, type FleetMetrics } from './fleet-metrics.ts';
 import { type HealthSettings, recordProbe } from './health-state.ts';
 import { LeaseTable } from './leases.ts';
-import { type PersistedFleet, persistWorker } from './persisted.ts';
+import { type PersistedFleet, persistWorker, restoreWorker } from './persisted.ts';
 import { PoolSet, WILDCARD } from './pools.ts';
-import { createWorkerRecord, type WorkerRecord, workerInfo } from './workers.ts';
+import { applyWorkerPatch, createWorkerRecord, type WorkerRecord, workerInfo } from './workers.ts';
 
 export type { PersistedFleet } from './persisted.ts';
 
@@ -162,23 +162,7 @@ export class Fleet implements FleetApi {
   updateWorker(id: string, patch: WorkerPatch): WorkerInfo | undefined {
     const w = this.workers.get(id);
     if (!w) return undefined;
-    if (patch.models !== undefined) {
-      w.models = patch.models && patch.models.length > 0 ? [...patch.models] : null;
-      w.modelsStatic = w.models !== null;
-      this.changed();
-    }
-    if (patch.priority !== undefined) {
-      if (patch.priority === null) delete w.priority;
-      else w.priority = patch.priority;
-    }
-    if (patch.circuitBreaker !== undefined) {
-      if (patch.circuitBreaker === null) delete w.circuitBreaker;
-      else w.circuitBreaker = { ...w.circuitBreaker, ...patch.circuitBreaker };
-    }
-    if (patch.retry !== undefined) {
-      if (patch.retry === null) delete w.retry;
-      else w.retry = { ...w.retry, ...patch.retry };
-    }
+    if (applyWorkerPatch(w, patch)) this.changed();
     return workerInfo(w);
   }
 
@@ -266,13 +250,7 @@ export class Fleet implements FleetApi {
   restoreState(state: PersistedFleet): void {
     this.workers.clear();
     for (const saved of state.workers) {
-      const record = createWorkerRecord(saved.spec, { probing: this.probing });
-      record.models = saved.models;
-      record.modelsStatic = saved.modelsStatic;
-      record.health = saved.health;
-      record.breaker = saved.breaker;
-      record.draining = saved.draining;
-      record.processed = saved.processed;
+      const record = restoreWorker(saved, { probing: this.probing });
       this.workers.set(record.id, record);
     }
     this.changed();

@@ -4,6 +4,7 @@
  */
 import type { Clock } from '../contracts/runtime.ts';
 import type { Upstream, UpstreamResponse } from '../contracts/upstream.ts';
+import { engineCall } from '../upstream/engine-call.ts';
 import { fetchWorkerModels } from './discovery.ts';
 
 export interface ProbeOptions {
@@ -37,6 +38,26 @@ function isModelsEndpoint(endpoint: string): boolean {
   return endpoint.split('?')[0]?.replace(/\/+$/, '') === '/v1/models';
 }
 
+/** Reads a stream to its end, keeping up to MAX_MODELS_BODY bytes when `keep`; undefined past that. */
+async function drain(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  keep: boolean,
+): Promise<string | undefined> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (!keep || size > MAX_MODELS_BODY) continue;
+    size += value.byteLength;
+    chunks.push(value);
+  }
+  if (!keep || size > MAX_MODELS_BODY) return undefined;
+  let text = '';
+  for (const c of chunks) text += decoder.decode(c, { stream: true });
+  return text + decoder.decode();
+}
+
 /**
  * Reads a body to its end, keeping its text only when `keep` (up to MAX_MODELS_BODY). An abort
  * cancels the stream, so a body that never ends cannot outlive the probe's timeout.
@@ -56,20 +77,9 @@ async function readBody(
   if (signal.aborted) cancel();
   else signal.addEventListener('abort', cancel, { once: true });
   try {
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (!keep || size > MAX_MODELS_BODY) continue;
-      size += value.byteLength;
-      chunks.push(value);
-    }
+    const text = await drain(reader, keep);
     if (signal.aborted) throw signal.reason ?? new Error('aborted');
-    if (!keep || size > MAX_MODELS_BODY) return undefined;
-    let text = '';
-    for (const c of chunks) text += decoder.decode(c, { stream: true });
-    return text + decoder.decode();
+    return text;
   } finally {
     signal.removeEventListener('abort', cancel);
   }
@@ -88,46 +98,26 @@ function parseModels(text: string | undefined): string[] | undefined {
   }
 }
 
-function errorMessage(err: unknown): string {
-  if (err instanceof Error) return err.message || err.name;
-  return typeof err === 'string' ? err : 'probe failed';
-}
-
 /** Probes one base URL. Never rejects. */
 export async function probeWorker(upstream: Upstream, url: string, opts: ProbeOptions): Promise<ProbeResult> {
   const base = url.replace(/\/+$/, '');
   const { clock, timeoutMs } = opts;
   const started = clock.monotonic();
-  const controller = new AbortController();
-  let timedOut = false;
-  const timer = clock.setTimeout(() => {
-    timedOut = true;
-    controller.abort(new Error(`timeout after ${timeoutMs} ms`));
-  }, timeoutMs);
   const modelsInBody = opts.models === true && isModelsEndpoint(opts.endpoint);
-  let result: ProbeResult;
-  try {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
-    const res = await upstream({
-      url: `${base}${opts.endpoint}`,
-      method: 'GET',
-      headers,
-      body: null,
-      signal: controller.signal,
-    });
-    const ok = res.status >= 200 && res.status < 300;
-    const text = await readBody(res.body, controller.signal, ok && modelsInBody);
-    result = ok ? { ok, status: res.status } : { ok, status: res.status, error: `HTTP ${res.status}` };
-    if (ok && modelsInBody) {
-      const models = parseModels(text);
-      if (models && models.length > 0) result.models = models;
-    }
-  } catch (err) {
-    result = { ok: false, error: timedOut ? `timeout after ${timeoutMs} ms` : errorMessage(err) };
-  } finally {
-    clock.clearTimeout(timer);
-  }
+  const call = await engineCall(
+    upstream,
+    `${base}${opts.endpoint}`,
+    { clock, timeoutMs, apiKey: opts.apiKey, headers: { accept: 'application/json' } },
+    async (res, signal): Promise<ProbeResult> => {
+      const ok = res.status >= 200 && res.status < 300;
+      const text = await readBody(res.body, signal, ok && modelsInBody);
+      if (!ok) return { ok, status: res.status, error: `HTTP ${res.status}` };
+      const models = modelsInBody ? parseModels(text) : undefined;
+      return models && models.length > 0 ? { ok, status: res.status, models } : { ok, status: res.status };
+    },
+  );
+  if (!call.ok) return { ok: false, error: call.timedOut ? `timeout after ${timeoutMs} ms` : call.message };
+  const result = call.value;
   if (result.ok && opts.models === true && !modelsInBody) {
     const remaining = Math.max(1, timeoutMs - (clock.monotonic() - started));
     const models = await fetchWorkerModels(upstream, base, {

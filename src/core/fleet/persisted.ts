@@ -1,6 +1,6 @@
 /** The fleet's state as plain JSON, for a Durable Object's storage (leases are not kept). */
 import type { WorkerSpec } from '../contracts/fleet-api.ts';
-import type { WorkerRecord } from './workers.ts';
+import { createWorkerRecord, type WorkerRecord } from './workers.ts';
 
 export interface PersistedWorker {
   spec: WorkerSpec;
@@ -35,4 +35,16 @@ export function persistWorker(w: WorkerRecord): PersistedWorker {
     draining: w.draining,
     processed: w.processed,
   };
+}
+
+/** A worker record from its saved form (breaker, health and counts included). */
+export function restoreWorker(saved: PersistedWorker, options: { probing: boolean }): WorkerRecord {
+  const record = createWorkerRecord(saved.spec, options);
+  record.models = saved.models;
+  record.modelsStatic = saved.modelsStatic;
+  record.health = saved.health;
+  record.breaker = saved.breaker;
+  record.draining = saved.draining;
+  record.processed = saved.processed;
+  return record;
 }

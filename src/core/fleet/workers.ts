@@ -1,6 +1,12 @@
 /** Worker records: identity, URL normalisation, per-worker state (health, breaker, overrides). */
 
-import type { WorkerInfo, WorkerOverrides, WorkerRole, WorkerSpec } from '../contracts/fleet-api.ts';
+import type {
+  WorkerInfo,
+  WorkerOverrides,
+  WorkerPatch,
+  WorkerRole,
+  WorkerSpec,
+} from '../contracts/fleet-api.ts';
 import type { BreakerState } from '../resilience/circuit-breaker.ts';
 import { initialBreaker } from '../resilience/circuit-breaker.ts';
 import { type HealthState, initialHealth } from './health-state.ts';
@@ -91,4 +97,24 @@ export function workerInfo(w: WorkerRecord): WorkerInfo {
 
 export function servesModel(w: WorkerRecord, model: string | undefined): boolean {
   return model === undefined || w.models === null || w.models.includes(model);
+}
+
+/** Applies an admin change to a record (`null` clears an override). True when its models changed. */
+export function applyWorkerPatch(w: WorkerRecord, patch: WorkerPatch): boolean {
+  if (patch.priority !== undefined) {
+    if (patch.priority === null) delete w.priority;
+    else w.priority = patch.priority;
+  }
+  if (patch.circuitBreaker !== undefined) {
+    if (patch.circuitBreaker === null) delete w.circuitBreaker;
+    else w.circuitBreaker = { ...w.circuitBreaker, ...patch.circuitBreaker };
+  }
+  if (patch.retry !== undefined) {
+    if (patch.retry === null) delete w.retry;
+    else w.retry = { ...w.retry, ...patch.retry };
+  }
+  if (patch.models === undefined) return false;
+  w.models = patch.models && patch.models.length > 0 ? [...patch.models] : null;
+  w.modelsStatic = w.models !== null;
+  return true;
 }

@@ -1,39 +1,37 @@
 /** The admin API's wire shapes (snake_case, as the anchors' APIs) and their validation. */
 import { z } from 'zod';
+import { breakerFields, retryFields } from '../config/schema.ts';
+import { httpUrl, port } from '../config/schema-parts.ts';
 import type { WorkerInfo, WorkerPatch, WorkerSpec } from '../contracts/fleet-api.ts';
 
+// Ranges come from the config schema: an override obeys the same rules as the flag it overrides.
 const breakerBody = z
   .strictObject({
-    failure_threshold: z.number().int().min(1),
-    success_threshold: z.number().int().min(1),
-    timeout_duration_secs: z.number().gt(0),
-    window_duration_secs: z.number().gt(0),
-    disabled: z.boolean(),
+    failure_threshold: breakerFields.failureThreshold.unwrap(),
+    success_threshold: breakerFields.successThreshold.unwrap(),
+    timeout_duration_secs: breakerFields.timeoutDurationSecs.unwrap(),
+    window_duration_secs: breakerFields.windowDurationSecs.unwrap(),
+    disabled: breakerFields.disabled.unwrap(),
   })
   .partial();
 
 const retryBody = z
   .strictObject({
-    max_retries: z.number().int().min(1),
-    initial_backoff_ms: z.number().min(0),
-    max_backoff_ms: z.number().min(0),
-    backoff_multiplier: z.number().min(1),
-    jitter_factor: z.number().min(0).max(1),
-    disabled: z.boolean(),
+    max_retries: retryFields.maxRetries.unwrap(),
+    initial_backoff_ms: retryFields.initialBackoffMs.unwrap(),
+    max_backoff_ms: retryFields.maxBackoffMs.unwrap(),
+    backoff_multiplier: retryFields.backoffMultiplier.unwrap(),
+    jitter_factor: retryFields.jitterFactor.unwrap(),
+    disabled: retryFields.disabled.unwrap(),
   })
   .partial();
-
-const httpUrl = z
-  .string()
-  .url()
-  .refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL');
 
 export const workerBody = z.strictObject({
   url: httpUrl,
   models: z.array(z.string().min(1)).optional(),
   model_id: z.string().min(1).optional(),
   role: z.enum(['regular', 'prefill', 'decode']).optional(),
-  bootstrap_port: z.number().int().min(1).max(65535).nullable().optional(),
+  bootstrap_port: port().min(1).nullable().optional(),
   priority: z.number().int().optional(),
   circuit_breaker: breakerBody.optional(),
   retry: retryBody.optional(),

@@ -5,6 +5,7 @@
 import type { Context, Hono } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
 import { RouterError } from '../contracts/errors.ts';
+import type { PolicyNeeds } from '../policies/policy.ts';
 import { policyNeeds } from '../policies/registry.ts';
 import { upstreamRequestHeaders } from '../routing/headers.ts';
 import { type PipelineContext, proxyRequest, rejectRequest } from '../routing/pipeline.ts';
@@ -44,56 +45,81 @@ function targetOf(url: string): string {
   return slash < 0 ? '/' : url.slice(slash);
 }
 
+/** What every inference request reads the same way, fixed at startup. */
+interface IntakeRules {
+  limit: number;
+  maxBuffered: number;
+  needs: PolicyNeeds;
+  readsRequest: boolean;
+  retriesOn: boolean;
+  sessionKey: string | undefined;
+}
+
+function intakeRules(config: RouterConfig): IntakeRules {
+  const { policy } = config;
+  const needs = policyNeeds([policy.name, policy.prefill ?? policy.name, policy.decode ?? policy.name]);
+  return {
+    limit: config.server.maxPayloadSize,
+    maxBuffered: config.retry.maxBufferedRequestBytes,
+    needs,
+    readsRequest: needs.text || needs.routingKey || needs.sessionId,
+    retriesOn: !config.retry.disabled && config.retry.maxRetries > 1,
+    sessionKey: policy.sessionKey,
+  };
+}
+
+type Intake = { body: Uint8Array | ReadableStream<Uint8Array> | null; info: RequestInfo };
+
+/** The routing input of a parsed JSON body: model, stream, and the keys the policies read. */
+function infoOf(c: Context, parsed: unknown, route: string, rules: IntakeRules): RequestInfo {
+  const info = requestInfoFromJson(parsed);
+  if (!rules.readsRequest) return info;
+  const header = (name: string) => c.req.header(name);
+  const body = parsed as Record<string, unknown>;
+  return Object.assign(info, extractRoutingInput(body, route, header, rules.needs, rules.sessionKey));
+}
+
+/**
+ * Reads the request body once: buffered (and parsed when it is JSON) so it can be retried, or, when
+ * routing does not need it and it is too large to keep, streamed through for a single attempt.
+ * Throws the RouterError to answer with (400, 413).
+ */
+async function intake(
+  c: Context,
+  ctx: PipelineContext,
+  route: { path: string; jsonRequired: boolean },
+  rules: IntakeRules,
+): Promise<Intake> {
+  const method = c.req.method;
+  if (method === 'GET' || method === 'HEAD') return { body: null, info: { stream: false } };
+  const json = route.jsonRequired || isJsonContentType(c.req.header('content-type'));
+  if (!json && tooLargeToBuffer(c, rules.maxBuffered)) {
+    // Not needed for routing and too large to keep for a retry: stream it, one attempt.
+    if (rules.retriesOn) ctx.instruments.retryForfeited.inc();
+    return { body: streamBody(c, rules.limit), info: { stream: false } };
+  }
+  const bytes = await readBody(c, rules.limit);
+  if (!route.jsonRequired && !(bytes.byteLength > 0 && json)) return { body: bytes, info: { stream: false } };
+  return { body: bytes, info: infoOf(c, parseJsonBody(bytes), route.path, rules) };
+}
+
 export function registerInferenceRoutes(
   app: Hono,
   config: RouterConfig,
   ctx: PipelineContext,
   admission: Admission,
 ): void {
-  const limit = config.server.maxPayloadSize;
   const idHeaders = config.server.requestIdHeaders;
-
-  const maxBuffered = config.retry.maxBufferedRequestBytes;
-  const { policy } = config;
-  const needs = policyNeeds([policy.name, policy.prefill ?? policy.name, policy.decode ?? policy.name]);
-  const readsRequest = needs.text || needs.routingKey || needs.sessionId;
-  const retriesOn = !config.retry.disabled && config.retry.maxRetries > 1;
+  const rules = intakeRules(config);
 
   const handle = (route: string, jsonRequired: boolean) => async (c: Context) => {
-    const requestId = requestIdOf(c, idHeaders);
+    const requestId = requestIdOf(c, idHeaders, ctx.deps.newId);
     const method = c.req.method;
     const permit = admission.enabled ? await admission.acquire(c.req.raw.signal) : NO_PERMIT;
     if (permit instanceof RouterError) return rejectRequest(ctx, { route, method, requestId }, permit);
-    let body: Uint8Array | ReadableStream<Uint8Array> | null = null;
-    let info: RequestInfo = { stream: false };
+    let read: Intake;
     try {
-      if (method !== 'GET' && method !== 'HEAD') {
-        const contentType = c.req.header('content-type');
-        const json = jsonRequired || isJsonContentType(contentType);
-        if (!json && tooLargeToBuffer(c, maxBuffered)) {
-          // Not needed for routing and too large to keep for a retry: stream it, one attempt.
-          body = streamBody(c, limit);
-          if (retriesOn) ctx.instruments.retryForfeited.inc();
-        } else {
-          const bytes = await readBody(c, limit);
-          body = bytes;
-          if (jsonRequired || (bytes.byteLength > 0 && json)) {
-            const parsed = parseJsonBody(bytes);
-            info = requestInfoFromJson(parsed);
-            if (readsRequest) {
-              const header = (name: string) => c.req.header(name);
-              const keys = extractRoutingInput(
-                parsed as Record<string, unknown>,
-                route,
-                header,
-                needs,
-                policy.sessionKey,
-              );
-              Object.assign(info, keys);
-            }
-          }
-        }
-      }
+      read = await intake(c, ctx, { path: route, jsonRequired }, rules);
     } catch (err) {
       permit();
       if (err instanceof RouterError) return rejectRequest(ctx, { route, method, requestId }, err);
@@ -104,10 +130,10 @@ export function registerInferenceRoutes(
       method,
       target: targetOf(c.req.url),
       headers: upstreamRequestHeaders(c.req.raw.headers),
-      body,
+      body: read.body,
       clientSignal: c.req.raw.signal,
       requestId,
-      info,
+      info: read.info,
       release: permit,
     });
   };

@@ -6,6 +6,7 @@ import type { FleetApi } from '../contracts/fleet-api.ts';
 import type { Clock } from '../contracts/runtime.ts';
 import type { Upstream } from '../contracts/upstream.ts';
 import { readUpstreamBody } from '../upstream/body.ts';
+import { engineCall } from '../upstream/engine-call.ts';
 
 interface CallDeps {
   fleet: FleetApi;
@@ -28,28 +29,19 @@ export async function sendToWorker(
   path: string,
   method: string,
 ): Promise<CallResult> {
-  const controller = new AbortController();
-  const timeoutMs = deps.config.health.timeoutSecs * 1000;
-  const timer = deps.clock.setTimeout(() => controller.abort('timeout'), timeoutMs);
-  try {
-    const headers: Record<string, string> = {};
-    if (deps.config.workers.apiKey) headers.authorization = `Bearer ${deps.config.workers.apiKey}`;
-    const res = await deps.upstream({
-      url: baseUrl + path,
-      method,
-      headers,
-      body: null,
-      signal: controller.signal,
-    });
-    const body = await readUpstreamBody(res.body);
-    const flat: Record<string, string> = {};
-    for (const [k, v] of Object.entries(res.headers)) flat[k] = Array.isArray(v) ? v.join(', ') : v;
-    return { ok: res.status >= 200 && res.status < 300, status: res.status, headers: flat, body };
-  } catch (err) {
-    return { ok: false, error: controller.signal.aborted ? `timed out after ${timeoutMs} ms` : String(err) };
-  } finally {
-    deps.clock.clearTimeout(timer);
-  }
+  const { config, clock } = deps;
+  const call = await engineCall(
+    deps.upstream,
+    baseUrl + path,
+    { clock, timeoutMs: config.health.timeoutSecs * 1000, apiKey: config.workers.apiKey, method },
+    async (res) => {
+      const body = await readUpstreamBody(res.body);
+      const flat: Record<string, string> = {};
+      for (const [k, v] of Object.entries(res.headers)) flat[k] = Array.isArray(v) ? v.join(', ') : v;
+      return { ok: res.status >= 200 && res.status < 300, status: res.status, headers: flat, body };
+    },
+  );
+  return call.ok ? call.value : { ok: false, error: call.timedOut ? call.message : String(call.error) };
 }
 
 /** GET `path` on a healthy worker and pass its answer on (`fallback` is tried on a 404). */

@@ -14,6 +14,8 @@ import type { RequestInfo } from './request-info.ts';
 export interface RouterDeps {
   clock: Clock;
   random: Random;
+  /** Fresh request ids (a separate source, so ids never shift the random draws of backoff jitter). */
+  newId: () => string;
   upstream: Upstream;
   fleet: FleetApi;
   logger: Logger;

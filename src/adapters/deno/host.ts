@@ -1,0 +1,49 @@
+/**
+ * What the Deno command supplies to the core's `runCli`: `.env` from the working directory (a
+ * missing read permission is reported, not fatal), the demo's two simulated engines (`Deno.serve`
+ * on loopback), the server for the CLI, and signals (Windows can only watch SIGINT).
+ */
+import type { CliSignal, DemoEngines, DotEnvFile, ServingRouter } from '../../core/cli.ts';
+import type { RouterConfig } from '../../core/config/schema.ts';
+import type { LogSink } from '../../core/observability/logger.ts';
+import { createSimEngine } from '../../sim/engine.ts';
+import { serveOn, startDenoRouter, urlOf } from './server.ts';
+
+/** `.env` in the working directory: its text, missing, or not readable (no read permission). */
+export function readDotEnv(): DotEnvFile {
+  try {
+    return { status: 'found', text: Deno.readTextFileSync('.env') };
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return { status: 'missing' };
+    if (err instanceof Deno.errors.NotCapable || err instanceof Deno.errors.PermissionDenied) {
+      return { status: 'denied', hint: 'run with --allow-read=.env' };
+    }
+    throw err;
+  }
+}
+
+export function startDemoEngines(): Promise<DemoEngines> {
+  const servers = ['sim-a', 'sim-b'].map((id) =>
+    serveOn('127.0.0.1', 0, createSimEngine({ id, ttftMs: 30, itlMs: 15 }).fetch),
+  );
+  return Promise.resolve({
+    urls: servers.map((server) => urlOf('127.0.0.1', server.addr.port)),
+    close: async () => void (await Promise.all(servers.map((server) => server.shutdown()))),
+  });
+}
+
+export async function serveDeno(config: RouterConfig, logSink: LogSink): Promise<ServingRouter> {
+  const router = await startDenoRouter(config, { logSink });
+  return {
+    url: router.url,
+    metricsUrl: router.metricsUrl,
+    logger: router.logger,
+    listening: { runtime: `deno ${Deno.version.deno}`, transport: 'fetch' },
+    close: () => router.close(),
+  };
+}
+
+export function onSignal(signal: CliSignal, handler: () => void): void {
+  if (Deno.build.os === 'windows' && signal !== 'SIGINT') return;
+  Deno.addSignalListener(signal, handler);
+}
