@@ -1,6 +1,8 @@
 /**
  * Leveled logger writing one line per event (JSON with --log-json, else `time level msg k=v`).
- * The sink is injected: adapters batch lines into one write per tick. Never log a token or a prompt.
+ * The sink and the clock are injected: adapters batch lines into one write per tick, and the
+ * timestamp comes from the router's Clock (src/core never reads the system time itself).
+ * Never log a token or a prompt.
  */
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
@@ -30,11 +32,11 @@ export function createLogger(options: {
   level: LogLevel;
   json: boolean;
   sink: LogSink;
-  now?: () => number;
+  /** Milliseconds since the epoch, from the injected Clock. */
+  now: () => number;
 }): Logger {
   const threshold = LEVELS[options.level];
-  const now = options.now ?? Date.now;
-  const { sink, json } = options;
+  const { sink, json, now } = options;
   const enabled = (level: LogLevel) => LEVELS[level] >= threshold;
   const log = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (LEVELS[level] < threshold) return;
@@ -58,5 +60,10 @@ export function createLogger(options: {
   };
 }
 
-/** A logger that drops everything (tests, benchmarks of the core alone). */
-export const silentLogger: Logger = createLogger({ level: 'error', json: false, sink: () => {} });
+/** A logger that drops everything (tests, benchmarks of the core alone); no line is kept, so its clock is a constant. */
+export const silentLogger: Logger = createLogger({
+  level: 'error',
+  json: false,
+  sink: () => {},
+  now: () => 0,
+});

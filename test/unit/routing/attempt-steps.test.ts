@@ -1,0 +1,176 @@
+/** The attempt loop's steps one at a time (route, send, decide), over a scripted fleet and upstream. */
+import { describe, expect, it } from 'vitest';
+import { StaleConnectionError, type Upstream } from '../../../src/core/contracts/upstream.ts';
+import { AttemptRun } from '../../../src/core/routing/attempt-run.ts';
+import { decideStep, routeStep, sendStep } from '../../../src/core/routing/attempt-steps.ts';
+import { Exchange } from '../../../src/core/routing/exchange.ts';
+import { routedTo, scriptedFleet, statusUpstream, testCall, testContext } from './context.ts';
+
+function runFor(
+  fleet: ReturnType<typeof scriptedFleet>,
+  upstream: Upstream,
+  config?: Record<string, unknown>,
+) {
+  const { ctx } = testContext({ fleet: fleet.fleet, upstream, ...(config ? { config } : {}) });
+  const call = testCall();
+  const ex = new Exchange(ctx, call);
+  const run = new AttemptRun(ex, {
+    input: { model: 'm' },
+    target: call.target,
+    headers: {},
+    body: call.body,
+  });
+  return { run, ex };
+}
+
+describe('routeStep', () => {
+  it('counts the attempt and remembers the worker when the fleet routes', async () => {
+    const fleet = scriptedFleet([routedTo('a', 7)]);
+    const { run, ex } = runFor(fleet, statusUpstream([200]).upstream);
+    expect(await routeStep(run)).toEqual({ kind: 'routed', worker: { id: 'a', url: 'http://a' }, lease: 7 });
+    expect(ex.attempts).toBe(1);
+    expect(ex.worker?.id).toBe('a');
+  });
+
+  it('answers model_not_found with the served models, without an attempt', async () => {
+    const fleet = scriptedFleet([{ ok: false, code: 'model_not_found', models: ['x', 'y'] }]);
+    const { run, ex } = runFor(fleet, statusUpstream([200]).upstream);
+    const next = await routeStep(run);
+    expect(next).toMatchObject({ kind: 'done', result: { kind: 'error' } });
+    if (next.kind !== 'done' || next.result.kind !== 'error') throw new Error('unreachable');
+    expect(next.result.error.code).toBe('model_not_found');
+    expect(next.result.error.message).toContain('served models: x, y');
+    expect(ex.attempts).toBe(0);
+  });
+
+  it('after transport exclusions emptied the pool: resets them and waits a backoff, no attempt used', async () => {
+    const fleet = scriptedFleet([{ ok: false, code: 'no_available_workers', models: [] }]);
+    const { run, ex } = runFor(fleet, statusUpstream([200]).upstream);
+    run.exclude.push('a', 'b');
+    const next = await routeStep(run);
+    expect(next).toMatchObject({ kind: 'wait', reason: 'all candidates unreachable' });
+    expect(run.exclude).toEqual([]);
+    expect(fleet.routed[0]?.exclude).toEqual(['a', 'b']);
+    expect(ex.attempts).toBe(0);
+  });
+
+  it('with no worker available: uses an attempt and waits, until the attempts are spent', async () => {
+    const fleet = scriptedFleet([{ ok: false, code: 'no_available_workers', models: [] }]);
+    const { run, ex } = runFor(fleet, statusUpstream([200]).upstream, { retry: { maxRetries: 2 } });
+    expect(await routeStep(run)).toMatchObject({ kind: 'wait', reason: 'no_available_workers' });
+    const last = await routeStep(run);
+    expect(ex.attempts).toBe(2);
+    expect(last).toMatchObject({ kind: 'done', result: { kind: 'error' } });
+  });
+});
+
+describe('sendStep', () => {
+  it('a transport failure settles the lease as a failure, excludes the worker and reroutes at once', async () => {
+    const fleet = scriptedFleet([routedTo('a', 3)]);
+    const refused: Upstream = async () => {
+      throw Object.assign(new TypeError('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    };
+    const { run } = runFor(fleet, refused);
+    await routeStep(run);
+    expect(await sendStep(run, { id: 'a', url: 'http://a' }, 3)).toEqual({ kind: 'again' });
+    expect(fleet.settled).toEqual([{ lease: 3, outcome: { kind: 'failure' } }]);
+    expect(run.exclude).toEqual(['a']);
+  });
+
+  it('resends once, free, when the pooled connection was stale', async () => {
+    let calls = 0;
+    const stale: Upstream = async () => {
+      calls++;
+      if (calls === 1) throw new StaleConnectionError('socket closed', { code: 'ECONNRESET' });
+      return { status: 200, headers: {}, body: null };
+    };
+    const fleet = scriptedFleet([routedTo('a', 1)]);
+    const { run, ex } = runFor(fleet, stale);
+    await routeStep(run);
+    const sent = await sendStep(run, { id: 'a', url: 'http://a' }, 1);
+    expect(sent).toMatchObject({ kind: 'sent', res: { status: 200 } });
+    expect(calls).toBe(2);
+    expect(ex.attempts).toBe(1);
+    expect(fleet.settled).toEqual([]);
+  });
+
+  it('carries the request id, the DP rank and the engines bearer', async () => {
+    const { upstream, calls } = statusUpstream([200]);
+    const fleet = scriptedFleet([routedTo('a', 1)]);
+    const { ctx } = testContext({ fleet: fleet.fleet, upstream });
+    ctx.apiKey = 'engine-secret';
+    const ex = new Exchange(ctx, testCall());
+    const run = new AttemptRun(ex, { input: {}, target: '/v1/x', headers: { a: 'b' }, body: null });
+    await sendStep(run, { id: 'a@1', url: 'http://a', dpRank: 1 }, 1);
+    expect(calls[0]?.url).toBe('http://a/v1/x');
+    expect(calls[0]?.headers).toMatchObject({
+      a: 'b',
+      'x-request-id': 'req-1',
+      'x-data-parallel-rank': '1',
+      authorization: 'Bearer engine-secret',
+    });
+  });
+});
+
+describe('decideStep', () => {
+  const worker = { id: 'a', url: 'http://a' };
+
+  it('a non-retryable status is the answer, its lease still held', async () => {
+    const fleet = scriptedFleet([routedTo('a', 1)]);
+    const { run } = runFor(fleet, statusUpstream([400]).upstream);
+    const next = await decideStep(run, { worker, lease: 1, res: { status: 400, headers: {}, body: null } });
+    expect(next).toMatchObject({ kind: 'done', result: { kind: 'response', lease: 1 } });
+    expect(fleet.settled).toEqual([]);
+  });
+
+  it('a retryable status: the body is cancelled, the lease settled, then a backoff', async () => {
+    const fleet = scriptedFleet([routedTo('a', 1)]);
+    const { run, ex } = runFor(fleet, statusUpstream([503]).upstream);
+    ex.attempts = 1;
+    let cancelled = false;
+    const body = new ReadableStream<Uint8Array>({ cancel: () => void (cancelled = true) });
+    const next = await decideStep(run, { worker, lease: 1, res: { status: 503, headers: {}, body } });
+    expect(next).toMatchObject({ kind: 'wait', reason: 'status 503' });
+    expect(cancelled).toBe(true);
+    expect(fleet.settled).toEqual([{ lease: 1, outcome: { kind: 'failure', status: 503 } }]);
+  });
+
+  it('Retry-After longer than the max backoff: the response passes through', async () => {
+    const fleet = scriptedFleet([routedTo('a', 1)]);
+    const { run, ex } = runFor(fleet, statusUpstream([429]).upstream, { retry: { maxBackoffMs: 1000 } });
+    ex.attempts = 1;
+    const res = { status: 429, headers: { 'retry-after': '5' }, body: null };
+    expect(await decideStep(run, { worker, lease: 1, res })).toMatchObject({ kind: 'done' });
+    expect(fleet.settled).toEqual([]);
+  });
+
+  it('Retry-After within the max backoff sets the wait', async () => {
+    const fleet = scriptedFleet([routedTo('a', 1)]);
+    const { run, ex } = runFor(fleet, statusUpstream([503]).upstream);
+    ex.attempts = 1;
+    const res = { status: 503, headers: { 'retry-after': '2' }, body: null };
+    expect(await decideStep(run, { worker, lease: 1, res })).toEqual({
+      kind: 'wait',
+      delay: 2000,
+      reason: 'status 503',
+    });
+  });
+
+  it('the last allowed attempt passes the retryable response through', async () => {
+    const fleet = scriptedFleet([routedTo('a', 1)]);
+    const { run, ex } = runFor(fleet, statusUpstream([503]).upstream, { retry: { maxRetries: 2 } });
+    ex.attempts = 2;
+    const res = { status: 503, headers: {}, body: null };
+    expect(await decideStep(run, { worker, lease: 1, res })).toMatchObject({ kind: 'done' });
+  });
+
+  it('a streamed request body is never resent', async () => {
+    const fleet = scriptedFleet([routedTo('a', 1)]);
+    const { ctx } = testContext({ fleet: fleet.fleet, upstream: statusUpstream([503]).upstream });
+    const ex = new Exchange(ctx, testCall());
+    ex.attempts = 1;
+    const run = new AttemptRun(ex, { input: {}, target: '/x', headers: {}, body: new ReadableStream() });
+    const res = { status: 503, headers: {}, body: null };
+    expect(await decideStep(run, { worker, lease: 1, res })).toMatchObject({ kind: 'done' });
+  });
+});
