@@ -7,6 +7,7 @@ export default defineConfig({
       'test/integration/**/*.test.ts',
       'test/contract/**/*.test.ts',
       'test/runtime/{node,deno}/**/*.test.ts',
+      'test/app/**/*.test.ts',
     ],
     testTimeout: 20_000,
     hookTimeout: 20_000,
