@@ -9,7 +9,7 @@ import type { Hono } from 'hono';
 import type { RouterConfig } from './config/schema.ts';
 import { assertSupported } from './config/unsupported.ts';
 import type { FleetApi } from './contracts/fleet-api.ts';
-import { type Clock, type Random, randomUuid, systemClock, systemRandom } from './contracts/runtime.ts';
+import { type Clock, type Random, systemClock, systemNewId, systemRandom } from './contracts/runtime.ts';
 import type { Upstream } from './contracts/upstream.ts';
 import type { Fleet } from './fleet/fleet.ts';
 import { registerFleetCollector } from './fleet/fleet-collector.ts';
@@ -30,7 +30,7 @@ export interface RouterHost {
   logSink: LogSink;
   clock?: Clock;
   random?: Random;
-  /** Fresh request ids (default: version-4 UUIDs from the system random, apart from `random`). */
+  /** Fresh request ids (default: the runtime's `crypto.randomUUID`), a source apart from `random`. */
   newId?: () => string;
   /** The registry metrics go to (default: a new one). */
   metrics?: MetricsRegistry;
@@ -107,7 +107,7 @@ function assemble<F extends FleetApi>(
         {
           clock,
           random: host.random ?? systemRandom,
-          newId: host.newId ?? (() => randomUuid(systemRandom)),
+          newId: host.newId ?? systemNewId,
           upstream,
           fleet,
           logger,

@@ -27,20 +27,5 @@ export const systemClock: Clock = {
 
 export const systemRandom: Random = Math.random;
 
-/** 32 lowercase hex digits drawn from `random` (ids that must be unique, not secret). */
-export function randomHex32(random: Random): string {
-  let out = '';
-  for (let i = 0; i < 4; i++) {
-    out += Math.floor(random() * 0x1_0000_0000)
-      .toString(16)
-      .padStart(8, '0');
-  }
-  return out;
-}
-
-/** A version-4 UUID drawn from `random` (request ids), in the usual 8-4-4-4-12 form. */
-export function randomUuid(random: Random): string {
-  const hex = randomHex32(random);
-  const variant = ((Number.parseInt(hex[16] as string, 16) & 0x3) | 0x8).toString(16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20)}`;
-}
+/** The system source of request ids: version-4 UUIDs from the runtime's crypto. */
+export const systemNewId = (): string => crypto.randomUUID();
