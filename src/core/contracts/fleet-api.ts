@@ -71,6 +71,13 @@ export interface RouteInput {
   role?: WorkerRole;
   /** Worker ids this request must not use (transport failures on earlier attempts). */
   exclude?: readonly string[];
+  /**
+   * Worker ids this request should avoid (they answered a retryable or capacity status on an earlier
+   * attempt): chosen only when no other worker is available.
+   */
+  avoid?: readonly string[];
+  /** The request streams its answer (latency is compared within the same class). */
+  stream?: boolean;
   /** Text used by content-aware policies (prompt / messages), when a policy needs it. */
   text?: string;
   /** Key for the hashing policies: session/user/tenant/correlation/request/trace headers, then body fields. */
@@ -100,6 +107,12 @@ export type RouteResult =
 export interface AttemptOutcome {
   kind: 'success' | 'failure' | 'neutral' | 'aborted';
   status?: number;
+  /** The engine asked for a pause (`Retry-After`), in ms: keep new requests off it that long. */
+  retryAfterMs?: number;
+  /** Milliseconds from sending the attempt to its first response byte (the whole body when buffered). */
+  firstByteMs?: number;
+  /** The attempt was abandoned because its worker made no progress while other workers did. */
+  stalled?: boolean;
 }
 
 export interface FleetSnapshot {
