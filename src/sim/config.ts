@@ -151,7 +151,7 @@ export const SIM_FLAGS: readonly SimFlag[] = [
     name: 'fail-mode',
     type: 'mode',
     target: 'failure.mode',
-    help: 'none | status | hang | reset | midstream',
+    help: 'none | status | hang | reset | midstream | stall',
   },
   {
     name: 'fail-status',
@@ -177,7 +177,7 @@ export const SIM_FLAGS: readonly SimFlag[] = [
     name: 'cut-after-chunks',
     type: 'int',
     target: 'failure.cutAfterChunks',
-    help: 'midstream: chunks before the cut',
+    help: 'midstream/stall: chunks before the cut or the stall',
   },
 ];
 

@@ -1,5 +1,5 @@
 // Delivery of inference responses: JSON after a delay, SSE token by token, and the failure modes
-// that act on the wire (hang, reset, midstream cut).
+// that act on the wire (hang, reset, midstream cut, stall after the headers).
 import type { JsonObject } from './openai-format.ts';
 import { cutPoint } from './plan.ts';
 import {
@@ -13,6 +13,9 @@ import type { RequestTracker, SimState } from './state.ts';
 import { timedBody } from './stream.ts';
 
 const encoder = new TextEncoder();
+
+/** A failure that breaks a 200 response's body: cut the connection, or stop sending. */
+export type BodyFault = 'midstream' | 'stall' | null;
 
 /** Never answers; settles as aborted when the client goes away, then rejects like fetch does. */
 export async function hang(tracker: RequestTracker): Promise<never> {
@@ -35,12 +38,15 @@ export interface JsonDelivery {
   body: JsonObject;
   headers: HeaderRecord;
   delayMs: number;
-  midstream: boolean;
+  fault: BodyFault;
   tokens: number;
   onSuccess?: () => void;
 }
 
-/** Answers JSON after `delayMs`; midstream: promises the full length and sends half of it. */
+/**
+ * Answers JSON after `delayMs`. Both faults promise the full content-length: midstream sends half
+ * of it and cuts the connection, stall sends none of it and waits for the client to leave.
+ */
 export async function deliverJson(
   state: SimState,
   tracker: RequestTracker,
@@ -51,16 +57,18 @@ export async function deliverJson(
   const text = JSON.stringify(d.body);
   const headers = { 'content-type': 'application/json', ...d.headers };
   tracker.status = 200;
-  if (!d.midstream) {
+  if (d.fault === null) {
     tracker.finish({ status: 200, completed: true, tokensSent: d.tokens });
     d.onSuccess?.();
     return new Response(text, { status: 200, headers });
   }
   const bytes = encoder.encode(text);
+  const stall = d.fault === 'stall';
   const body = timedBody({
-    chunks: [bytes.subarray(0, bytes.byteLength >> 1)],
+    chunks: stall ? [] : [bytes.subarray(0, bytes.byteLength >> 1)],
     dueMs: () => 0,
-    cutAfter: 1,
+    cutAfter: stall ? 0 : 1,
+    stall,
     startMs: 0,
     now: () => 0,
     sleep: state.config.sleep,
@@ -82,11 +90,14 @@ export interface SseDelivery {
   headers: HeaderRecord;
   ttftMs: number;
   itlMs: number;
-  midstream: boolean;
+  fault: BodyFault;
   onSuccess?: () => void;
 }
 
-/** Streams SSE events: the first at TTFT, then one every ITL; midstream cuts the connection. */
+/**
+ * Streams SSE events: the first at TTFT, then one every ITL; midstream cuts the connection, stall
+ * stops sending, after the plan's cut point.
+ */
 export function deliverSse(state: SimState, tracker: RequestTracker, d: SseDelivery): Response {
   const headers = {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -95,7 +106,7 @@ export function deliverSse(state: SimState, tracker: RequestTracker, d: SseDeliv
   };
   tracker.status = 200;
   state.counters.streamed_total++;
-  if (!d.midstream && d.ttftMs <= 0 && d.itlMs <= 0) {
+  if (d.fault === null && d.ttftMs <= 0 && d.itlMs <= 0) {
     // Zero-delay mode: one synchronous write, no timers.
     tracker.finish({ status: 200, completed: true, tokensSent: d.events.length });
     d.onSuccess?.();
@@ -106,7 +117,8 @@ export function deliverSse(state: SimState, tracker: RequestTracker, d: SseDeliv
     chunks: d.events,
     terminal: d.terminal,
     dueMs: (i) => d.ttftMs + i * d.itlMs,
-    cutAfter: d.midstream ? cutPoint(state.config.failure, d.events.length) : null,
+    cutAfter: d.fault === null ? null : cutPoint(state.config.failure, d.events.length),
+    stall: d.fault === 'stall',
     startMs: now(),
     now,
     sleep: state.config.sleep,

@@ -1,6 +1,6 @@
 // Inference routes of the simulated engine: validation, failure plan, prefix cache, token timing.
 import type { Context } from 'hono';
-import { deliverJson, deliverSse, hang, reset } from './deliver.ts';
+import { type BodyFault, deliverJson, deliverSse, hang, reset } from './deliver.ts';
 import { embeddingInputs, embeddingsJson } from './embeddings.ts';
 import { nowMs } from './log.ts';
 import {
@@ -59,7 +59,7 @@ export async function handleInference(state: SimState, c: Context, route: Infere
   if (injected === 'status') return failStatus(state, tracker);
   if (injected === 'hang') return hang(tracker);
   if (injected === 'reset') return reset(state, tracker);
-  const midstream = injected === 'midstream';
+  const fault: BodyFault = injected === 'midstream' || injected === 'stall' ? injected : null;
 
   if (!(await tracker.run())) throw transportError(abortError(c.req.raw.signal));
   const model = typeof body.model === 'string' && body.model ? body.model : state.config.models[0]!;
@@ -70,7 +70,7 @@ export async function handleInference(state: SimState, c: Context, route: Infere
       body: out,
       headers: { 'x-sim-engine': id },
       delayMs: state.config.ttftMs,
-      midstream,
+      fault,
       tokens: 0,
     });
   }
@@ -80,11 +80,11 @@ export async function handleInference(state: SimState, c: Context, route: Infere
       body: { object: 'echo', method: c.req.method, path: c.req.path, body: echoed },
       headers: { 'x-sim-engine': id },
       delayMs: state.config.ttftMs,
-      midstream,
+      fault,
       tokens: 0,
     });
   }
-  return generate(state, tracker, route, body, model, midstream);
+  return generate(state, tracker, route, body, model, fault);
 }
 
 function validate(route: InferenceRoute, body: JsonObject): string | null {
@@ -145,7 +145,7 @@ async function generate(
   route: GenerationRoute,
   body: JsonObject,
   model: string,
-  midstream: boolean,
+  fault: BodyFault,
 ): Promise<Response> {
   const cfg = state.config;
   const text = promptText(body, route);
@@ -193,7 +193,7 @@ async function generate(
       headers,
       ttftMs: ttft,
       itlMs: cfg.itlMs,
-      midstream,
+      fault,
       onSuccess,
     });
   }
@@ -211,7 +211,7 @@ async function generate(
       kv?.do_remote_decode === true ? kvParams(state, tracker, shape, kv, text) : null,
     );
   const delayMs = ttft + Math.max(0, n - 1) * cfg.itlMs;
-  return deliverJson(state, tracker, { body: json, headers, delayMs, midstream, tokens: n, onSuccess });
+  return deliverJson(state, tracker, { body: json, headers, delayMs, fault, tokens: n, onSuccess });
 }
 
 /** What vLLM's NIXL connector returns from a prefill with `do_remote_decode: true`. */

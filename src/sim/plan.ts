@@ -1,7 +1,14 @@
 // Failure plans of the simulated engine: which inference requests fail (seeded, reproducible).
 import type { FailureMode, FailurePlan } from './types.ts';
 
-export const FAILURE_MODES: readonly FailureMode[] = ['none', 'status', 'hang', 'reset', 'midstream'];
+export const FAILURE_MODES: readonly FailureMode[] = [
+  'none',
+  'status',
+  'hang',
+  'reset',
+  'midstream',
+  'stall',
+];
 
 /** A small seeded PRNG (32-bit state, splitmix-style output mixing); values in [0, 1). */
 export function seededRandom(seed: number): () => number {
@@ -75,8 +82,8 @@ export function createFailurePlanner(plan: FailurePlan, seed: number): FailurePl
   };
 }
 
-/** Token chunks sent before a midstream cut, for a response of `tokens` tokens. */
+/** Token chunks sent before a midstream cut (or a stall), for a response of `tokens` tokens. */
 export function cutPoint(plan: FailurePlan, tokens: number): number {
-  const wanted = plan.cutAfterChunks ?? Math.max(1, Math.floor(tokens / 2));
+  const wanted = plan.cutAfterChunks ?? (plan.mode === 'stall' ? 0 : Math.max(1, Math.floor(tokens / 2)));
   return Math.min(wanted, tokens);
 }

@@ -1,5 +1,6 @@
 // Response bodies that honour time: each chunk is handed over when its time comes, and a midstream
-// failure cuts the connection after a given number of chunks.
+// failure cuts the connection after a given number of chunks (a stall stops sending instead).
+import { waitForAbort } from './respond.ts';
 import type { SimSleep } from './types.ts';
 
 const encoder = new TextEncoder();
@@ -13,6 +14,8 @@ export interface TimedBodyOptions {
   terminal?: string;
   /** Cut after this many chunks instead of finishing (midstream failure); null = no cut. */
   cutAfter: number | null;
+  /** At `cutAfter`, stall (send nothing more until the reader goes away) instead of cutting. */
+  stall?: boolean;
   startMs: number;
   now: () => number;
   sleep: SimSleep;
@@ -45,6 +48,12 @@ export function timedBody(o: TimedBodyOptions): ReadableStream<Uint8Array> {
       async pull(controller) {
         if (ended) return;
         if (sent >= limit) {
+          if (o.cutAfter !== null && o.stall) {
+            // Nothing more, ever: the reader's cancel (or the request's abort) settles it.
+            await waitForAbort(o.signal);
+            end('cancelled');
+            return;
+          }
           if (o.cutAfter !== null) {
             end('cut');
             if (o.cut) o.cut();

@@ -1,12 +1,16 @@
 // Public types of the simulated vLLM engine. Runtime-agnostic: Web APIs and hono types only.
 import type { Context, Hono } from 'hono';
 
-export type FailureMode = 'none' | 'status' | 'hang' | 'reset' | 'midstream';
+export type FailureMode = 'none' | 'status' | 'hang' | 'reset' | 'midstream' | 'stall';
 
 /**
  * Which inference requests fail, and how. Selection: `first` > 0 fails the first N inference
  * requests after the plan was set; otherwise `rate` fails that seeded fraction; with neither set,
  * every inference request fails. `mode: 'none'` never fails.
+ * Modes: 'status' answers `status`; 'hang' accepts the request and never answers; 'reset' resets
+ * the connection; 'midstream' starts a 200 and cuts the connection mid-body; 'stall' starts a 200
+ * as usual (headers; a JSON body's full content-length), then sends nothing more (SSE: after
+ * `cutAfterChunks` token chunks, default 0) until the client goes away.
  */
 export interface FailurePlan {
   mode: FailureMode;
@@ -20,7 +24,10 @@ export interface FailurePlan {
   retryAfter?: string;
   /** Exact body of status failures (instead of the OpenAI-shaped error). */
   body?: string;
-  /** Midstream: token chunks sent before the cut (default: half the tokens, at least 1). */
+  /**
+   * Token chunks sent before the cut (midstream; default: half the tokens, at least 1) or before the
+   * stall (stall, SSE only; default 0).
+   */
   cutAfterChunks?: number;
 }
 

@@ -5,6 +5,7 @@
  * Every lease the fleet hands out is tracked, so each test can end by checking that each one was
  * released exactly once.
  */
+
 import { afterEach, expect } from 'vitest';
 import { resolveConfig } from '../../src/core/config/load.ts';
 import type { Fleet } from '../../src/core/fleet/fleet.ts';

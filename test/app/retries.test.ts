@@ -14,11 +14,8 @@ const fail503 = (first?: number) => ({ failure: { mode: 'status' as const, statu
 const jittered = (base: number) => [base * 0.8, base * 1.2] as const;
 
 describe('retries (core app in memory)', () => {
-  it('retries a 503 from engine A on engine B once A’s breaker opened: 200 after 2 attempts', async () => {
-    const app = await startApp(`${TWO_ENGINES} --cb-failure-threshold 1`, {
-      'a.test': fail503(),
-      'b.test': {},
-    });
+  it('retries a 503 from engine A on engine B at once, with no backoff: 200 after 2 attempts', async () => {
+    const app = await startApp(TWO_ENGINES, { 'a.test': fail503(), 'b.test': {} });
     const res = await app.post(chatBody('When does the last train leave the Jungfraujoch?'));
     expect(res.status).toBe(200);
     expect(res.headers.get('x-router-attempts')).toBe('2');
@@ -27,11 +24,10 @@ describe('retries (core app in memory)', () => {
     expect(((await res.json()) as { object: string }).object).toBe('chat.completion');
     expect(app.inference()).toEqual(['a.test 503', 'b.test 200']);
     expect(app.engines['a.test']!.log[0]?.completed).toBe(true); // the discarded 503 was read or cancelled
-    expect(app.backoffs()).toHaveLength(1);
-    expect(app.router.fleet.getWorker('http://a.test')?.circuit).toBe('open');
+    expect(app.backoffs()).toEqual([]);
   });
 
-  it('keeps a retryable status on the cache-hot worker: the retry goes back to A, not to B', async () => {
+  it('moves the retry of a 503 off the cache-hot worker: affinity yields on a retry', async () => {
     const app = await startApp(TWO_ENGINES, { 'a.test': {}, 'b.test': {} });
     const warm = await app.post(chatBody('Is there a train at dawn?'));
     expect(warm.headers.get('x-routed-worker-id')).toBe('http://a.test');
@@ -41,10 +37,10 @@ describe('retries (core app in memory)', () => {
     const res = await app.post(chatBody('And one at dusk?'));
     expect(res.status).toBe(200);
     expect(res.headers.get('x-router-attempts')).toBe('2');
-    expect(res.headers.get('x-routed-worker-id')).toBe('http://a.test');
+    expect(res.headers.get('x-routed-worker-id')).toBe('http://b.test');
     await res.arrayBuffer();
-    expect(app.inference()).toEqual(['a.test 200', 'a.test 503', 'a.test 200']);
-    expect(app.engines['b.test']!.log).toHaveLength(0);
+    expect(app.inference()).toEqual(['a.test 200', 'a.test 503', 'b.test 200']);
+    expect(app.backoffs()).toEqual([]);
   });
 
   it('absorbs 503, 503 from a single engine: 200 after 3 attempts, each backoff waited on the fake clock', async () => {
@@ -120,10 +116,9 @@ describe('retries (core app in memory)', () => {
     expect(app.backoffs()).toEqual([]);
   });
 
-  it('passes a 503 through when its Retry-After is longer than --retry-max-backoff-ms', async () => {
-    const app = await startApp(`${TWO_ENGINES} --retry-max-backoff-ms 30000`, {
+  it('passes a 503 through when its Retry-After is longer than --retry-max-backoff-ms and no other engine exists', async () => {
+    const app = await startApp('--worker-urls http://a.test --retry-max-backoff-ms 30000', {
       'a.test': { failure: { mode: 'status', status: 503, first: 1, retryAfter: '60' } },
-      'b.test': {},
     });
     const res = await app.post(chatBody('Will the line reopen this afternoon?'));
     expect(res.status).toBe(503);
@@ -136,10 +131,22 @@ describe('retries (core app in memory)', () => {
     expect(app.backoffs()).toEqual([]);
   });
 
-  it('waits out a Retry-After within the cap on the fake clock, then retries', async () => {
-    const app = await startApp(TWO_ENGINES, {
-      'a.test': { failure: { mode: 'status', status: 429, first: 1, retryAfter: '2' } },
+  it('with another engine, a long Retry-After does not block the retry: it goes there at once', async () => {
+    const app = await startApp(`${TWO_ENGINES} --retry-max-backoff-ms 30000`, {
+      'a.test': { failure: { mode: 'status', status: 503, first: 1, retryAfter: '60' } },
       'b.test': {},
+    });
+    const res = await app.post(chatBody('Will the line reopen this afternoon?'));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-routed-worker-id')).toBe('http://b.test');
+    await res.arrayBuffer();
+    expect(app.inference()).toEqual(['a.test 503', 'b.test 200']);
+    expect(app.backoffs()).toEqual([]);
+  });
+
+  it('single engine: waits out a Retry-After within the cap on the fake clock, then retries', async () => {
+    const app = await startApp('--worker-urls http://a.test', {
+      'a.test': { failure: { mode: 'status', status: 429, first: 1, retryAfter: '2' } },
     });
     const res = await app.post(chatBody('How busy is the morning train?'));
     expect(res.status).toBe(200);

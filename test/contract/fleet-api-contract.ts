@@ -117,13 +117,33 @@ export function fleetApiContract(name: string, options: FleetApiContractOptions)
     });
 
     it('finishes sessions idempotently', async () => {
+      // Needs a session policy: both runs configure sticky_least_loaded, which places a new
+      // session on the worker with the fewest active sessions and keeps a known one where it is.
       const fleet = await create();
       await addHealthy(fleet, { url: A });
-      const r = routed(await fleet.route({ sessionId: 'session-1' }));
-      await fleet.settle(r.lease, { kind: 'success', status: 200 });
+      await addHealthy(fleet, { url: B });
+      const place = async (sessionId: string, exclude?: string[]) => {
+        const r = routed(await fleet.route(exclude ? { sessionId, exclude } : { sessionId }));
+        expect(await fleet.settle(r.lease, { kind: 'success', status: 200 })).toBe(true);
+        return r.worker.id;
+      };
+      const x = await place('session-1');
+      const y = x === A ? B : A;
+      // A second session forced onto the same worker: x has 2 active sessions, y none.
+      expect(await place('session-2', [y])).toBe(x);
+      // Sticky: session-1 stays on x although y has fewer sessions.
+      expect(await place('session-1')).toBe(x);
+
+      // Finished (twice, and one never seen): harmless, and session-1 is forgotten, so its next
+      // request is placed afresh, on y (x still has session-2). Were it still pinned, it would
+      // stick to x.
       for (const id of ['session-1', 'session-1', 'never-seen']) {
         await expect((async () => fleet.finishSession(id))()).resolves.toBeUndefined();
       }
+      expect(await place('session-1')).toBe(y);
+      // Only session-1 was released: session-2 still sticks to x, and session-1 now sticks to y.
+      expect(await place('session-2')).toBe(x);
+      expect(await place('session-1')).toBe(y);
     });
 
     it('flips health only after the configured thresholds of probes', async () => {
@@ -146,16 +166,59 @@ export function fleetApiContract(name: string, options: FleetApiContractOptions)
       expect(routed(await fleet.route({ model: 'learned' })).worker.id).toBe(A);
     });
 
-    it('opens a worker breaker from settled failures and stops routing to it', async () => {
+    it('opens a worker breaker from settled failures and routes around it, never ejecting the last one', async () => {
       const fleet = await create();
       await addHealthy(fleet, { url: A, circuitBreaker: { failureThreshold: 2 } });
+      await addHealthy(fleet, { url: B });
       for (let i = 0; i < 2; i++) {
-        const r = routed(await fleet.route({}));
+        const r = routed(await fleet.route({ exclude: [B] }));
         await fleet.settle(r.lease, { kind: 'failure', status: 500 });
       }
       expect((await fleet.getWorker(A))?.circuit).toBe('open');
-      const r = await fleet.route({});
-      expect(!r.ok && r.code).toBe('no_available_workers');
+      for (let i = 0; i < 4; i++) {
+        const r = routed(await fleet.route({}));
+        expect(r.worker.id).toBe(B);
+        await fleet.settle(r.lease, { kind: 'success', status: 200 });
+      }
+      // Panic mode: with B excluded, A is the last candidate. It is routed to anyway (its own answer
+      // then passes through), as a regular request, not a probe: its breaker stays open.
+      const last = routed(await fleet.route({ exclude: [B] }));
+      expect(last.worker.id).toBe(A);
+      await fleet.settle(last.lease, { kind: 'success', status: 200 });
+      expect((await fleet.getWorker(A))?.circuit).toBe('open');
+    });
+
+    it('routes around workers the request avoids, unless one is the last', async () => {
+      const fleet = await create();
+      await addHealthy(fleet, { url: A });
+      await addHealthy(fleet, { url: B });
+      const place = async (input: { avoid: string[]; exclude?: string[] }) => {
+        const r = routed(await fleet.route(input));
+        await fleet.settle(r.lease, { kind: 'success', status: 200 });
+        return r.worker.id;
+      };
+      for (let i = 0; i < 4; i++) expect(await place({ avoid: [A] })).toBe(B);
+      for (let i = 0; i < 4; i++) expect(await place({ avoid: [B] })).toBe(A);
+      // Soft: avoided workers still serve when nothing else is left (unlike `exclude`).
+      expect(await place({ avoid: [A], exclude: [B] })).toBe(A);
+      expect([A, B]).toContain(await place({ avoid: [A, B] }));
+    });
+
+    it('keeps new requests off a worker that sent Retry-After, unless it is the last', async () => {
+      const fleet = await create();
+      await addHealthy(fleet, { url: A });
+      await addHealthy(fleet, { url: B });
+      const r = routed(await fleet.route({ exclude: [B] }));
+      await fleet.settle(r.lease, { kind: 'neutral', status: 429, retryAfterMs: 60_000 });
+      for (let i = 0; i < 4; i++) {
+        const next = routed(await fleet.route({}));
+        expect(next.worker.id).toBe(B);
+        await fleet.settle(next.lease, { kind: 'success', status: 200 });
+      }
+      const last = routed(await fleet.route({ exclude: [B] }));
+      expect(last.worker.id).toBe(A);
+      await fleet.settle(last.lease, { kind: 'success', status: 200 });
+      expect((await fleet.getWorker(A))?.circuit).toBe('closed');
     });
   });
 }

@@ -66,14 +66,38 @@ describe('policies over loopback', () => {
 
   it('sticky_least_loaded keeps a body `user` on its worker until /finish_session', async () => {
     stack = await startStack({ engines: 2, config: { policy: { name: 'sticky_least_loaded' } } });
-    const first = (await send({ ...chat('a'), user: 'bob' })).headers.get('x-routed-worker-id');
+    const url = stack.router.url;
+    /** The session gauges of one worker (a worker without sessions has no series: 0). */
+    const sessionsOn = async (worker: string) => {
+      const text = await (await fetch(`${url}/metrics`)).text();
+      const value = (name: string) => {
+        const line = text.split('\n').find((l) => l.startsWith(`${name}{worker="${worker}"} `));
+        return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+      };
+      return {
+        pinned: value('vllm_router_sll_pinned_sessions'),
+        active: value('vllm_router_sll_active_sessions'),
+      };
+    };
+    const first = (await send({ ...chat('a'), user: 'bob' })).headers.get('x-routed-worker-id') as string;
+    expect(stack.engines.map((e) => e.url)).toContain(first);
     for (let i = 0; i < 5; i++) {
       expect((await send({ ...chat(`b${i}`), user: 'bob' })).headers.get('x-routed-worker-id')).toBe(first);
     }
-    const finished = await fetch(`${stack.router.url}/finish_session?session_id=bob`, { method: 'POST' });
+    expect(await sessionsOn(first)).toEqual({ pinned: 1, active: 1 });
+
+    const finished = await fetch(`${url}/finish_session?session_id=bob`, { method: 'POST' });
     expect(finished.status).toBe(200);
-    const again = await fetch(`${stack.router.url}/finish_session?session_id=bob`, { method: 'POST' });
+    expect(await finished.json()).toEqual({ session_id: 'bob', finished: true });
+    // Released: bob no longer counts on its worker.
+    expect(await sessionsOn(first)).toEqual({ pinned: 0, active: 0 });
+    const again = await fetch(`${url}/finish_session?session_id=bob`, { method: 'POST' });
     expect(again.status).toBe(200); // idempotent
+    expect(await sessionsOn(first)).toEqual({ pinned: 0, active: 0 });
+
+    // bob's next request is placed afresh (one pinned session again, wherever it went).
+    const placed = (await send({ ...chat('c'), user: 'bob' })).headers.get('x-routed-worker-id') as string;
+    expect(await sessionsOn(placed)).toEqual({ pinned: 1, active: 1 });
   });
 
   it('least_loaded refuses a request without a session id with a clear 503', async () => {

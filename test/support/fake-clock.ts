@@ -1,10 +1,12 @@
 /** A manual clock for tests: timers fire only when the test advances time. */
-import type { Clock, Random } from '../../src/core/contracts/runtime.ts';
+import { type Clock, isWatchdog, type Random } from '../../src/core/contracts/runtime.ts';
 
 interface Timer {
   id: number;
   at: number;
   fn: () => void;
+  /** A watchdog (stall check, idle limit): fired only when the test advances time past it. */
+  watchdog: boolean;
 }
 
 export class FakeClock implements Clock {
@@ -24,12 +26,13 @@ export class FakeClock implements Clock {
     return this.current;
   }
 
-  /** Every delay asked of setTimeout, in order (tests read backoff sequences from it). */
+  /** Every delay asked of setTimeout, in order, watchdogs aside (tests read backoff sequences from it). */
   readonly requested: number[] = [];
 
   setTimeout(fn: () => void, ms: number): unknown {
-    this.requested.push(ms);
-    const timer = { id: this.nextId++, at: this.current + Math.max(0, ms), fn };
+    const watchdog = isWatchdog(fn);
+    if (!watchdog) this.requested.push(ms);
+    const timer = { id: this.nextId++, at: this.current + Math.max(0, ms), fn, watchdog };
     this.timers.push(timer);
     return timer.id;
   }
@@ -42,10 +45,13 @@ export class FakeClock implements Clock {
     return this.timers.length;
   }
 
-  /** Milliseconds until the earliest pending timer, or undefined when none is pending. */
-  nextDueIn(): number | undefined {
+  /** Milliseconds until the earliest pending timer (watchdogs only when asked), or undefined when none is pending. */
+  nextDueIn(options: { watchdogs?: boolean } = {}): number | undefined {
     let min: number | undefined;
-    for (const t of this.timers) if (min === undefined || t.at < min) min = t.at;
+    for (const t of this.timers) {
+      if (t.watchdog && !options.watchdogs) continue;
+      if (min === undefined || t.at < min) min = t.at;
+    }
     return min === undefined ? undefined : min - this.current;
   }
 
@@ -78,7 +84,8 @@ export function seededRandom(seed: number): Random {
 /**
  * Resolves `work` while firing the fake clock's short timers (backoffs) as they are scheduled, so
  * a test never sleeps: between real I/O turns, time jumps straight to the next timer due within
- * `horizonMs` (longer timers, such as the request deadline, are left alone).
+ * `horizonMs` (longer timers, such as the request deadline, are left alone, and so are watchdogs:
+ * a test that wants a stall check to run advances the clock itself).
  */
 export async function driveClock<T>(clock: FakeClock, work: Promise<T>, horizonMs = 60_000): Promise<T> {
   let settled = false;

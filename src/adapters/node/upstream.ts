@@ -8,6 +8,7 @@ import { Agent, type Dispatcher } from 'undici';
 import {
   StaleConnectionError,
   type Upstream,
+  UpstreamBodyError,
   type UpstreamRequest,
   type UpstreamResponse,
 } from '../../core/contracts/upstream.ts';
@@ -136,7 +137,14 @@ export function createUndiciUpstream(options: UndiciUpstreamOptions = {}): Undic
         return { status: res.statusCode, headers, body: new Uint8Array(0) };
       }
       if (n > 0 && n <= bufferLimit) {
-        return { status: res.statusCode, headers, body: await readWhole(res.body, n) };
+        const status = res.statusCode;
+        const body = await readWhole(res.body, n).catch((err: unknown) => {
+          const detail = err instanceof Error ? err.message : String(err);
+          throw new UpstreamBodyError(`the body broke after status ${status}: ${detail}`, status, {
+            cause: err,
+          });
+        });
+        return { status, headers, body };
       }
     }
     return { status: res.statusCode, headers, body: pushStream(res.body) };

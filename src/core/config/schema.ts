@@ -74,6 +74,7 @@ export const routerConfigSchema = z
       host: text('host name or IP address').default('127.0.0.1'),
       port: port().default(30000),
       maxPayloadSize: int(1).default(536_870_912),
+      maxBufferedBytesTotal: int(0).default(268_435_456),
       requestTimeoutSecs: positive().default(1800),
       // An empty list means the common headers (as vllm-router does).
       requestIdHeaders: list(headerName, 'HTTP header names')
@@ -110,6 +111,7 @@ export const routerConfigSchema = z
       balanceRelThreshold: num(1).default(1.5),
       evictionIntervalSecs: positive().default(120),
       maxTreeSize: int(1).default(67_108_864),
+      maxTreeBytes: int(1).default(67_108_864),
       sessionKey: headerName.optional(),
     }),
     sll: section({
@@ -133,6 +135,29 @@ export const routerConfigSchema = z
     circuitBreaker: section({
       ...breakerFields,
       capacityStatusCodes: statusCodes.default(() => [429]),
+      maxEjectionPercent: int(0, 100).default(50),
+      pushbackCooldownMs: num(0).default(250),
+      pushbackCooldownMaxMs: num(0).default(10_000),
+      slowFactor: num(0).default(4),
+      slowMarginMs: num(0).default(500),
+    }),
+    attempt: section({
+      // Per-attempt limits. 0 = off. Time to first byte: the status line and, for a stream, its
+      // first chunk (nothing reaches the client before it, so an attempt cut then is retried).
+      streamFirstByteTimeoutSecs: num(0).default(300),
+      firstByteTimeoutSecs: num(0).default(0),
+      // Silence between body chunks once the answer has started (then the cut is visible).
+      streamIdleTimeoutSecs: num(0).default(300),
+      idleTimeoutSecs: num(0).default(300),
+    }),
+    stall: section({
+      // A worker that makes no progress while others do is routed around, and its attempts that
+      // have not started answering are abandoned and retried elsewhere.
+      disabled: bool().default(false),
+      streamMinSecs: positive().default(5),
+      minSecs: positive().default(30),
+      // The no-progress time must also exceed this many times the recent p95 time to first byte.
+      factor: num(1).default(4),
     }),
     health: section({
       failureThreshold: int(1).default(3),

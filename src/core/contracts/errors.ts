@@ -9,9 +9,11 @@ export type RouterErrorCode =
   | 'session_required'
   | 'upstream_unreachable'
   | 'upstream_timeout'
+  | 'upstream_body_error'
   | 'not_found'
   | 'admission_queue_full'
   | 'admission_queue_timeout'
+  | 'buffer_budget_exceeded'
   | 'worker_not_found'
   | 'worker_exists'
   | 'internal_error';
@@ -24,6 +26,8 @@ const ERROR_TYPES: Record<RouterErrorCode, { status: number; type: string }> = {
   not_found: { status: 404, type: 'invalid_request_error' },
   admission_queue_full: { status: 429, type: 'rate_limit_error' },
   admission_queue_timeout: { status: 503, type: 'service_unavailable_error' },
+  /** Request bodies buffered at once would exceed --max-buffered-bytes-total (sent with Retry-After). */
+  buffer_budget_exceeded: { status: 503, type: 'service_unavailable_error' },
   worker_not_found: { status: 404, type: 'invalid_request_error' },
   worker_exists: { status: 409, type: 'invalid_request_error' },
   no_available_workers: { status: 503, type: 'service_unavailable_error' },
@@ -31,6 +35,8 @@ const ERROR_TYPES: Record<RouterErrorCode, { status: number; type: string }> = {
   session_required: { status: 503, type: 'service_unavailable_error' },
   upstream_unreachable: { status: 502, type: 'upstream_error' },
   upstream_timeout: { status: 504, type: 'upstream_error' },
+  /** The engine's status arrived, then its body broke: never retried (no second generation). */
+  upstream_body_error: { status: 502, type: 'upstream_error' },
   internal_error: { status: 500, type: 'internal_error' },
 };
 

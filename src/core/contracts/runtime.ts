@@ -18,6 +18,22 @@ export type TimerHandle = unknown;
 /** Returns a float in [0, 1). */
 export type Random = () => number;
 
+/**
+ * Marks a timer callback as a watchdog: a check that runs while work is in flight (stall checks,
+ * idle limits), not a wait the work itself asked for (a backoff). Real clocks ignore the mark;
+ * the fake clock of the tests leaves such timers for the test to fire by advancing time.
+ */
+export const WATCHDOG: unique symbol = Symbol.for('vllm-edge-router.watchdog');
+
+export function watchdog<F extends () => void>(fn: F): F {
+  (fn as F & { [WATCHDOG]?: true })[WATCHDOG] = true;
+  return fn;
+}
+
+export function isWatchdog(fn: () => void): boolean {
+  return (fn as { [WATCHDOG]?: true })[WATCHDOG] === true;
+}
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   monotonic: () => performance.now(),

@@ -38,3 +38,21 @@ export class StaleConnectionError extends Error {
     this.code = options.code;
   }
 }
+
+/**
+ * Thrown by a transport that reads a body whole before answering (a small body with a
+ * content-length) when the body breaks after the status arrived. The engine has answered, so the
+ * core never sends the request again (that would be a second generation): the client sees a
+ * failure.
+ */
+export class UpstreamBodyError extends Error {
+  override readonly name = 'UpstreamBodyError';
+
+  constructor(
+    message: string,
+    readonly status: number,
+    options: { cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  }
+}

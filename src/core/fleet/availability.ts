@@ -1,44 +1,35 @@
 /**
- * Which workers may take a request now: healthy, not draining, breaker admitting, and in the
- * highest priority tier that has such a worker.
+ * The hard rules of eligibility, which never fall back: a worker must be healthy, not draining and
+ * not excluded by the request; and the priority tiers (traffic goes to the highest tier left).
+ * candidates.ts applies them together with the breakers and the soft rules.
  */
-import { type BreakerSettings, breakerAvailable } from '../resilience/circuit-breaker.ts';
+import type { BreakerSettings } from '../resilience/circuit-breaker.ts';
 import type { WorkerRecord } from './workers.ts';
 
 export function breakerSettingsFor(w: WorkerRecord, global: BreakerSettings): BreakerSettings {
   return w.circuitBreaker === undefined ? global : { ...global, ...w.circuitBreaker };
 }
 
-function usable(
-  w: WorkerRecord,
-  exclude: readonly string[] | undefined,
-  now: number,
-  global: BreakerSettings,
-) {
-  return (
-    w.health.healthy &&
-    !w.draining &&
-    !(exclude?.includes(w.id) ?? false) &&
-    breakerAvailable(w.breaker, breakerSettingsFor(w, global), now)
-  );
+/** Healthy, not draining, not excluded by this request. */
+export function eligible(w: WorkerRecord, exclude: readonly string[] | undefined): boolean {
+  return w.health.healthy && !w.draining && !(exclude?.includes(w.id) ?? false);
 }
 
-/** The candidates for one routing decision (the members array itself when nothing is filtered). */
-export function availableCandidates(
-  members: WorkerRecord[],
-  exclude: readonly string[] | undefined,
-  now: number,
-  global: BreakerSettings,
-): WorkerRecord[] {
-  let all = true;
-  let tiered = false;
-  for (const w of members) {
-    if (w.priority !== undefined) tiered = true;
-    if (!usable(w, exclude, now, global)) all = false;
-  }
-  const candidates = all ? members : members.filter((w) => usable(w, exclude, now, global));
-  if (!tiered || candidates.length === 0) return candidates;
+/** The workers that pass `keep`: the same array when all do (no copy on the common path). */
+export function keepIf(
+  ws: readonly WorkerRecord[],
+  keep: (w: WorkerRecord) => boolean,
+): readonly WorkerRecord[] {
+  return ws.every(keep) ? ws : ws.filter(keep);
+}
+
+/** The workers of the highest priority tier among `ws` (unset priority = 0). */
+export function topTier(ws: readonly WorkerRecord[]): readonly WorkerRecord[] {
   let top = Number.NEGATIVE_INFINITY;
-  for (const w of candidates) top = Math.max(top, w.priority ?? 0);
-  return candidates.filter((w) => (w.priority ?? 0) === top);
+  let tiered = false;
+  for (const w of ws) {
+    if (w.priority !== undefined) tiered = true;
+    top = Math.max(top, w.priority ?? 0);
+  }
+  return tiered ? keepIf(ws, (w) => (w.priority ?? 0) === top) : ws;
 }

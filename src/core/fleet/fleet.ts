@@ -4,6 +4,7 @@
  * inside a Durable Object.
  */
 
+import { defaultRouterConfig } from '../config/schema.ts';
 import {
   type AttemptOutcome,
   type FleetApi,
@@ -21,18 +22,15 @@ import {
 import type { Clock } from '../contracts/runtime.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
 import type { PolicyContext } from '../policies/policy.ts';
-import {
-  type BreakerSettings,
-  type BreakerTransition,
-  breakerGate,
-  breakerRecord,
-} from '../resilience/circuit-breaker.ts';
-import { availableCandidates, breakerSettingsFor } from './availability.ts';
+import type { BreakerSettings, BreakerTransition } from '../resilience/circuit-breaker.ts';
+import { chooseCandidates } from './candidates.ts';
 import { createFleetMetrics, type FleetMetrics } from './fleet-metrics.ts';
 import { type HealthSettings, recordProbe } from './health-state.ts';
 import { LeaseTable } from './leases.ts';
 import { type PersistedFleet, persistWorker, restoreWorker } from './persisted.ts';
 import { PoolSet, WILDCARD } from './pools.ts';
+import { admit, recordOutcome } from './worker-outcome.ts';
+import { type SignalSettings, signalSettings } from './worker-signals.ts';
 import { applyWorkerPatch, createWorkerRecord, type WorkerRecord, workerInfo } from './workers.ts';
 
 export type { PersistedFleet } from './persisted.ts';
@@ -47,6 +45,8 @@ export interface FleetOptions {
   leaseTtlMs: number;
   workers?: readonly WorkerSpec[];
   breaker?: BreakerSettings;
+  /** Cooldowns, slowness and the breakers' ejection limit (default: the config schema's defaults). */
+  signals?: SignalSettings;
   /** Active health checks: new workers wait for their first good probe. */
   health?: HealthSettings & { probing: boolean };
   metrics?: MetricsRegistry;
@@ -67,11 +67,17 @@ export class Fleet implements FleetApi {
   private readonly pools: PoolSet;
   private readonly leases = new LeaseTable();
   private readonly breaker: BreakerSettings;
+  /** The breaker and signal settings, as recordOutcome takes them. */
+  private readonly settings: { breaker: BreakerSettings; signals: SignalSettings };
   private readonly probing: boolean;
   private readonly fleetMetrics: FleetMetrics;
 
   constructor(private readonly options: FleetOptions) {
     this.breaker = options.breaker ?? NO_BREAKER;
+    this.settings = {
+      breaker: this.breaker,
+      signals: options.signals ?? signalSettings(defaultRouterConfig()),
+    };
     this.probing = options.health?.probing ?? false;
     this.fleetMetrics = createFleetMetrics(options.metrics);
     this.pools = new PoolSet(this.workers, options.policies, options.policyContext);
@@ -89,15 +95,15 @@ export class Fleet implements FleetApi {
     const role = input.role ?? 'regular';
     const pool = this.pools.get(role, model === undefined || knownModels.includes(model) ? model : WILDCARD);
     const now = this.options.clock.now();
-    const candidates = availableCandidates(pool.members, input.exclude, now, this.breaker);
+    const candidates = chooseCandidates(pool.members, input, { now, ...this.settings });
     const picked = candidates.length === 0 ? undefined : pool.policy.select(candidates, input);
     const worker = picked === undefined ? undefined : this.workers.get(picked.id);
     if (!worker) return { ok: false, code: 'no_available_workers', models: [...this.pools.knownModels] };
-    const gate = breakerGate(worker.breaker, breakerSettingsFor(worker, this.breaker), now);
-    worker.breaker = gate.state;
+    const gate = admit(worker, this.breaker, now);
     if (gate.transition) this.transitioned(worker, gate.transition);
     if (!gate.allow) return { ok: false, code: 'no_available_workers', models: [...this.pools.knownModels] };
-    const lease = this.leases.take(worker, pool.key, now + this.options.leaseTtlMs, gate);
+    const attempt = { stream: input.stream === true, routedAt: now };
+    const lease = this.leases.take(worker, pool.key, now + this.options.leaseTtlMs, gate, attempt);
     const routed: RoutedWorker = { id: worker.id, url: worker.url };
     if (worker.dpRank !== undefined) routed.dpRank = worker.dpRank;
     if (worker.retry !== undefined) routed.retry = worker.retry;
@@ -109,12 +115,15 @@ export class Fleet implements FleetApi {
     if (!released) return false;
     const w = released.worker;
     this.pools.byKey(released.poolKey)?.policy.onSettle?.(w, outcome);
-    const settings = breakerSettingsFor(w, this.breaker);
-    const now = this.options.clock.now();
-    const r = breakerRecord(w.breaker, settings, outcome.kind, now, released.probe, released.generation);
-    w.breaker = r.state;
-    if (!settings.disabled) this.fleetMetrics.outcome(w.id, outcome.kind);
+    const r = recordOutcome(released, outcome, this.options.clock.now(), this.settings);
+    if (r.counted) this.fleetMetrics.outcome(w.id, outcome.kind);
     if (r.transition) this.transitioned(w, r.transition);
+    if (r.quarantined) {
+      this.options.onEvent?.('warn', 'worker quarantined: no progress while others answered', {
+        worker: w.id,
+        until: w.signals.quarantineUntil,
+      });
+    }
     if (w.draining && w.load === 0 && this.workers.get(w.id) === w) this.forget(w);
     return true;
   }
@@ -124,15 +133,7 @@ export class Fleet implements FleetApi {
     const expired = this.leases.expire(this.options.clock.now());
     for (const lease of expired) {
       const w = lease.worker;
-      const settings = breakerSettingsFor(w, this.breaker);
-      w.breaker = breakerRecord(
-        w.breaker,
-        settings,
-        'aborted',
-        this.options.clock.now(),
-        lease.probe,
-        lease.generation,
-      ).state;
+      recordOutcome(lease, { kind: 'aborted' }, this.options.clock.now(), this.settings);
       if (w.draining && w.load === 0 && this.workers.get(w.id) === w) this.forget(w);
     }
     return expired.length;

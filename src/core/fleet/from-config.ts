@@ -4,6 +4,7 @@ import type { WorkerSpec } from '../contracts/fleet-api.ts';
 import type { Clock, Random } from '../contracts/runtime.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
 import { Fleet } from './fleet.ts';
+import { signalSettings } from './worker-signals.ts';
 import { expandDataParallel } from './workers.ts';
 
 /**
@@ -52,6 +53,7 @@ export function createFleetFromConfig(
       windowDurationSecs: cb.windowDurationSecs,
       disabled: cb.disabled,
     },
+    signals: signalSettings(config),
     health: {
       probing: !health.disabled,
       failureThreshold: health.failureThreshold,

@@ -12,6 +12,10 @@ export interface Lease {
   /** Admitted as a half-open breaker probe, and the breaker generation at admission. */
   readonly probe: boolean;
   readonly generation: number;
+  /** The request's class (from RouteInput.stream), for its latency sample. */
+  readonly stream: boolean;
+  /** When it was routed (the fleet clock's `now`). */
+  readonly routedAt: number;
 }
 
 export class LeaseTable {
@@ -27,9 +31,11 @@ export class LeaseTable {
     poolKey: string,
     expiresAt: number,
     gate: { probe: boolean; generation: number },
+    attempt: { stream: boolean; routedAt: number },
   ): number {
     const id = this.nextId++;
-    this.leases.set(id, { worker, poolKey, expiresAt, probe: gate.probe, generation: gate.generation });
+    const { probe, generation } = gate;
+    this.leases.set(id, { worker, poolKey, expiresAt, probe, generation, ...attempt });
     worker.load++;
     worker.processed++;
     return id;

@@ -10,6 +10,7 @@ import type {
 import type { BreakerState } from '../resilience/circuit-breaker.ts';
 import { initialBreaker } from '../resilience/circuit-breaker.ts';
 import { type HealthState, initialHealth } from './health-state.ts';
+import { initialSignals, type WorkerSignals } from './worker-signals.ts';
 
 export interface WorkerRecord extends WorkerOverrides {
   readonly id: string;
@@ -22,6 +23,8 @@ export interface WorkerRecord extends WorkerOverrides {
   modelsStatic: boolean;
   health: HealthState;
   breaker: BreakerState;
+  /** Cooldown, quarantine and latency estimates from its recent answers (worker-signals.ts). */
+  signals: WorkerSignals;
   draining: boolean;
   /** Requests in flight (leases held). */
   load: number;
@@ -70,6 +73,7 @@ export function createWorkerRecord(spec: WorkerSpec, options: { probing: boolean
     modelsStatic: models !== null,
     health: initialHealth(options.probing),
     breaker: initialBreaker(),
+    signals: initialSignals(),
     draining: false,
     load: 0,
     processed: 0,

@@ -1,6 +1,10 @@
-/** Reads a request body once, enforcing --max-payload-size before and while reading. */
+/**
+ * Reads a request body once, enforcing --max-payload-size before and while reading, and holding
+ * its bytes against the router-wide budget (body-budget.ts) while it is kept.
+ */
 import type { Context } from 'hono';
 import { RouterError } from '../contracts/errors.ts';
+import { type BodyBudget, budgetExceeded, type Reservation } from './body-budget.ts';
 
 function tooLarge(limit: number): RouterError {
   return new RouterError(
@@ -9,14 +13,48 @@ function tooLarge(limit: number): RouterError {
   );
 }
 
-export async function readBody(c: Context, limit: number): Promise<Uint8Array> {
+export interface BufferedBody {
+  bytes: Uint8Array;
+  /** The bytes held against the budget: release once the request is finished. */
+  reservation: Reservation;
+}
+
+/**
+ * Buffers the body. A declared length is checked and reserved before reading; a chunked body
+ * grows its reservation as it arrives. Throws the RouterError to answer with (413, 503), the
+ * reservation already returned.
+ */
+export async function readBody(c: Context, limit: number, budget: BodyBudget): Promise<BufferedBody> {
   const declared = c.req.header('content-length');
   if (declared !== undefined) {
     const n = Number(declared);
     if (Number.isFinite(n) && n > limit) throw tooLarge(limit);
-    // Within the limit as declared: the host's fast buffered read (it enforces the length).
-    return new Uint8Array(await c.req.arrayBuffer());
+    const reservation = budget.reserve(Number.isFinite(n) && n > 0 ? n : 0);
+    if (!reservation) throw budgetExceeded(budget, n);
+    try {
+      // Within the limit as declared: the host's fast buffered read (it enforces the length).
+      return { bytes: new Uint8Array(await c.req.arrayBuffer()), reservation };
+    } catch (err) {
+      reservation.release();
+      throw err;
+    }
   }
+  const reservation = budget.reserve(0);
+  if (!reservation) throw budgetExceeded(budget, undefined);
+  try {
+    return { bytes: await readChunks(c, limit, reservation, budget), reservation };
+  } catch (err) {
+    reservation.release();
+    throw err;
+  }
+}
+
+async function readChunks(
+  c: Context,
+  limit: number,
+  reservation: Reservation,
+  budget: BodyBudget,
+): Promise<Uint8Array> {
   const stream = c.req.raw.body;
   if (!stream) return new Uint8Array(0);
   const reader = stream.getReader();
@@ -26,9 +64,12 @@ export async function readBody(c: Context, limit: number): Promise<Uint8Array> {
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size > limit) {
+    let error: RouterError | undefined;
+    if (size > limit) error = tooLarge(limit);
+    else if (!reservation.grow(value.byteLength)) error = budgetExceeded(budget, undefined);
+    if (error) {
       await reader.cancel().catch(() => {});
-      throw tooLarge(limit);
+      throw error;
     }
     chunks.push(value);
   }

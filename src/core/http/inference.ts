@@ -1,6 +1,8 @@
 /**
- * Inference routes: read the body once (size limit), parse the routing input, hand the request to
- * the pipeline. Bad input is answered here and never reaches an engine.
+ * Inference routes: read the body once (size limit, router-wide buffer budget), parse the routing
+ * input, hand the request to the pipeline. Bad input, and a body the budget cannot hold, are
+ * answered here and never reach an engine. A buffered body's bytes stay reserved until the
+ * exchange finishes (it is kept for retries): the budget is returned with the admission permit.
  */
 import type { Context, Hono } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
@@ -17,8 +19,10 @@ import {
 } from '../routing/request-info.ts';
 import { extractRoutingInput } from '../routing/routing-input.ts';
 import type { Admission } from './admission.ts';
-import { readBody, streamBody, tooLargeToBuffer } from './body.ts';
+import { readBody, tooLargeToBuffer } from './body.ts';
+import { BodyBudget, type Reservation } from './body-budget.ts';
 import { requestIdOf } from './request-id.ts';
+import { guardedUpload } from './upload-guard.ts';
 
 /** POST routes whose body is a JSON request naming a model. */
 export const JSON_INFERENCE_ROUTES = [
@@ -68,7 +72,14 @@ function intakeRules(config: RouterConfig): IntakeRules {
   };
 }
 
-type Intake = { body: Uint8Array | ReadableStream<Uint8Array> | null; info: RequestInfo };
+type Intake = {
+  body: Uint8Array | ReadableStream<Uint8Array> | null;
+  info: RequestInfo;
+  /** The buffered body's bytes held against the budget (none when streamed through). */
+  reservation?: Reservation;
+  /** A streamed upload's client-side failure, once it happened. */
+  uploadFault?: () => RouterError | undefined;
+};
 
 /** The routing input of a parsed JSON body: model, stream, and the keys the policies read. */
 function infoOf(c: Context, parsed: unknown, route: string, rules: IntakeRules): RequestInfo {
@@ -82,13 +93,14 @@ function infoOf(c: Context, parsed: unknown, route: string, rules: IntakeRules):
 /**
  * Reads the request body once: buffered (and parsed when it is JSON) so it can be retried, or, when
  * routing does not need it and it is too large to keep, streamed through for a single attempt.
- * Throws the RouterError to answer with (400, 413).
+ * Throws the RouterError to answer with (400, 413, 503), the budget already returned.
  */
 async function intake(
   c: Context,
   ctx: PipelineContext,
   route: { path: string; jsonRequired: boolean },
   rules: IntakeRules,
+  budget: BodyBudget,
 ): Promise<Intake> {
   const method = c.req.method;
   if (method === 'GET' || method === 'HEAD') return { body: null, info: { stream: false } };
@@ -96,11 +108,27 @@ async function intake(
   if (!json && tooLargeToBuffer(c, rules.maxBuffered)) {
     // Not needed for routing and too large to keep for a retry: stream it, one attempt.
     if (rules.retriesOn) ctx.instruments.retryForfeited.inc();
-    return { body: streamBody(c, rules.limit), info: { stream: false } };
+    const upload = guardedUpload(c, rules.limit);
+    return { body: upload.stream, info: { stream: false }, uploadFault: upload.fault };
   }
-  const bytes = await readBody(c, rules.limit);
-  if (!route.jsonRequired && !(bytes.byteLength > 0 && json)) return { body: bytes, info: { stream: false } };
-  return { body: bytes, info: infoOf(c, parseJsonBody(bytes), route.path, rules) };
+  const { bytes, reservation } = await readBody(c, rules.limit, budget);
+  if (!route.jsonRequired && !(bytes.byteLength > 0 && json))
+    return { body: bytes, info: { stream: false }, reservation };
+  try {
+    return { body: bytes, info: infoOf(c, parseJsonBody(bytes), route.path, rules), reservation };
+  } catch (err) {
+    reservation.release();
+    throw err;
+  }
+}
+
+/** The permit and the body's reservation, returned together once the exchange finishes. */
+function releaseBoth(permit: () => void, reservation: Reservation | undefined): () => void {
+  if (!reservation) return permit;
+  return () => {
+    reservation.release();
+    permit();
+  };
 }
 
 export function registerInferenceRoutes(
@@ -111,6 +139,8 @@ export function registerInferenceRoutes(
 ): void {
   const idHeaders = config.server.requestIdHeaders;
   const rules = intakeRules(config);
+  const budget = new BodyBudget(config.server.maxBufferedBytesTotal);
+  budget.exportGauge(ctx.deps.metrics);
 
   const handle = (route: string, jsonRequired: boolean) => async (c: Context) => {
     const requestId = requestIdOf(c, idHeaders, ctx.deps.newId);
@@ -119,7 +149,7 @@ export function registerInferenceRoutes(
     if (permit instanceof RouterError) return rejectRequest(ctx, { route, method, requestId }, permit);
     let read: Intake;
     try {
-      read = await intake(c, ctx, { path: route, jsonRequired }, rules);
+      read = await intake(c, ctx, { path: route, jsonRequired }, rules, budget);
     } catch (err) {
       permit();
       if (err instanceof RouterError) return rejectRequest(ctx, { route, method, requestId }, err);
@@ -134,7 +164,8 @@ export function registerInferenceRoutes(
       clientSignal: c.req.raw.signal,
       requestId,
       info: read.info,
-      release: permit,
+      release: releaseBoth(permit, read.reservation),
+      ...(read.uploadFault ? { uploadFault: read.uploadFault } : {}),
     });
   };
 

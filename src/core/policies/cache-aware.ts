@@ -7,10 +7,16 @@
  *      mean + --balance-abs-threshold (mean over the eligible workers), take the least-loaded
  *      worker instead (a load-balancing event).
  *   3. Insert the text for the worker finally chosen, so hot prefixes replicate where they spill.
- * The tree holds at most --max-tree-size characters: on overflow, and every --eviction-interval
- * seconds on the injected clock (checked on use, no timer), least-recently-used leaves are evicted
- * down to 90 % of the limit, so overflow evictions stay rare and amortised.
+ * The tree holds at most --max-tree-bytes of estimated memory (tree-memory.ts: node objects, maps,
+ * timestamps and labels, not just characters) and at most --max-tree-size characters (vLLM
+ * Router's bound): on overflow of either, and every --eviction-interval seconds on the injected
+ * clock (checked on use, no timer), least-recently-used leaves are evicted down to 90 % of both
+ * limits, so overflow evictions stay rare and amortised. A text longer than a sixteenth of
+ * --max-tree-bytes in characters (an eighth of the tree at two bytes per character) is matched
+ * and inserted by that prefix only, so one huge prompt cannot flush the tree.
  * Requests without routing text go to the least-loaded worker and leave the tree alone.
+ * Metrics: vllm_router_tree_size{worker} (characters held per worker, as vLLM Router) and
+ * vllm_router_tree_bytes{pool} (the estimate the bound applies to).
  */
 import type { RouteInput } from '../contracts/fleet-api.ts';
 import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
@@ -18,14 +24,30 @@ import { addGaugeSource, cacheCounters } from './policy-metrics.ts';
 import { RadixTree } from './radix-tree.ts';
 import { TieBreaker } from './tie-break.ts';
 
-/** Eviction brings the tree down to this fraction of --max-tree-size. */
+/** Eviction brings the tree down to this fraction of --max-tree-bytes and --max-tree-size. */
 export const EVICTION_LOW_WATER = 0.9;
+/** Characters of one text the tree tracks, per byte of --max-tree-bytes. */
+const TRACKED_CHARS_PER_BYTE = 1 / 16;
+
+function exportGauges(ctx: PolicyContext, tree: RadixTree): void {
+  addGaugeSource(ctx.metrics, 'vllm_router_tree_size', 'cache_aware tree size in characters', (add) => {
+    for (const [worker, chars] of tree.tenantSizes()) add(worker, chars);
+  });
+  const bytes = ctx.metrics.gauge(
+    'vllm_router_tree_bytes',
+    'cache_aware prefix tree: estimated memory in bytes, per pool',
+    ['pool'],
+  );
+  ctx.metrics.addCollector(() => bytes.labels(ctx.pool).set(tree.bytes));
+}
 
 export function createCacheAware(ctx: PolicyContext): Policy {
-  const { cacheThreshold, balanceAbsThreshold, balanceRelThreshold, evictionIntervalSecs, maxTreeSize } =
-    ctx.settings;
+  const { cacheThreshold, balanceAbsThreshold, balanceRelThreshold, evictionIntervalSecs } = ctx.settings;
+  const { maxTreeSize, maxTreeBytes } = ctx.settings;
   const intervalMs = evictionIntervalSecs * 1000;
-  const lowWater = Math.floor(maxTreeSize * EVICTION_LOW_WATER);
+  const lowChars = Math.floor(maxTreeSize * EVICTION_LOW_WATER);
+  const lowBytes = Math.floor(maxTreeBytes * EVICTION_LOW_WATER);
+  const maxTextChars = Math.max(1, Math.floor(maxTreeBytes * TRACKED_CHARS_PER_BYTE));
   const tree = new RadixTree();
   const ties = new TieBreaker();
   const counters = cacheCounters(ctx.metrics);
@@ -50,17 +72,16 @@ export function createCacheAware(ctx: PolicyContext): Policy {
     select(candidates: readonly PolicyWorker[], input: RouteInput) {
       if (!exported) {
         exported = true;
-        addGaugeSource(ctx.metrics, 'vllm_router_tree_size', 'cache_aware tree size in characters', (add) => {
-          for (const [worker, chars] of tree.tenantSizes()) add(worker, chars);
-        });
+        exportGauges(ctx, tree);
       }
       const now = ctx.clock.monotonic();
       if (now >= nextEviction) {
-        tree.evict(lowWater);
+        tree.evict(lowChars, lowBytes);
         nextEviction = now + intervalMs;
       }
-      const text = input.text;
-      if (!text) return ties.pick(candidates);
+      const full = input.text;
+      if (!full) return ties.pick(candidates);
+      const text = full.length > maxTextChars ? full.slice(0, maxTextChars) : full;
 
       let chosen: PolicyWorker;
       const byId = new Map<string, PolicyWorker>();
@@ -75,7 +96,7 @@ export function createCacheAware(ctx: PolicyContext): Policy {
       }
       chosen = spill(candidates, chosen);
       tree.insert(text, chosen.id, now);
-      if (tree.size > maxTreeSize) tree.evict(lowWater);
+      if (tree.bytes > maxTreeBytes || tree.size > maxTreeSize) tree.evict(lowChars, lowBytes);
       return chosen;
     },
     onWorkerRemoved(workerId: string) {

@@ -1,11 +1,18 @@
 /**
  * The approximate prefix cache of one pool: a character radix tree whose nodes record which workers
  * (tenants) were sent a prompt through them, and when. Labels are flat copies (see `ownCopy`),
- * so a node never keeps a whole request text alive: the size counted in characters is the memory
- * held. Matching compares whole labels as strings (a memory compare) and bisects only where the
- * text diverges. Eviction removes least-recently-used leaves (a parent whose last child went
- * becomes a leaf in turn).
+ * so a node never keeps a whole request text alive. Matching compares whole labels as strings (a
+ * memory compare) and bisects only where the text diverges.
+ *
+ * Two sizes are kept, both exact sums updated on every change: `size`, the characters held (what
+ * vLLM Router's --max-tree-size counts), and `bytes`, the estimated memory of every node, label,
+ * map and timestamp (tree-memory.ts), which is what bounds the tree. Eviction removes
+ * least-recently-used leaves (a parent whose last child went becomes a leaf in turn) until both
+ * are within their targets; one pass costs O(n log n) for n nodes, and the caller evicts to a low
+ * water mark, so it runs once per ~10 % of the bound inserted: amortised O(log n) per insert.
  */
+import { LeafHeap } from './leaf-heap.ts';
+import { CHILD_MAP_BYTES, labelBytes, NODE_BYTES, TENANT_BYTES } from './tree-memory.ts';
 
 interface Node {
   label: string;
@@ -22,6 +29,15 @@ export interface PrefixMatch {
   matched: number;
   /** The accepted tenants holding that prefix (empty when matched is 0). */
   tenants: string[];
+}
+
+/** What the tree holds, counted structure by structure (tests and the memory benchmark). */
+export interface TreeStats {
+  nodes: number;
+  innerNodes: number;
+  tenantEntries: number;
+  chars: number;
+  bytes: number;
 }
 
 /**
@@ -55,9 +71,15 @@ function commonLength(label: string, text: string, pos: number): number {
   return lo;
 }
 
+/** The memory of a node without its tenants and children map. */
+function nodeBytes(n: Node): number {
+  return NODE_BYTES + labelBytes(n.label);
+}
+
 export class RadixTree {
   private root: Node = RadixTree.emptyRoot();
-  private total = 0;
+  private chars = 0;
+  private estimate = 0;
   private readonly perTenant = new Map<string, number>();
 
   private static emptyRoot(): Node {
@@ -66,7 +88,12 @@ export class RadixTree {
 
   /** Characters held by the tree. */
   get size(): number {
-    return this.total;
+    return this.chars;
+  }
+
+  /** Estimated bytes of memory held by the tree (the root's fixed cost not included). */
+  get bytes(): number {
+    return this.estimate;
   }
 
   /** Characters held for each tenant (a shared prefix counts once per tenant holding it). */
@@ -105,14 +132,15 @@ export class RadixTree {
     node.lastAccess = now;
     let pos = 0;
     while (pos < text.length) {
-      node.children ??= new Map();
+      const children = this.childrenOf(node);
       const first = text.charCodeAt(pos);
-      let child = node.children.get(first);
+      let child = children.get(first);
       if (!child) {
         const label = ownCopy(text.slice(pos));
         child = { label, parent: node, children: null, tenants: new Map(), lastAccess: now };
-        node.children.set(first, child);
-        this.total += label.length;
+        children.set(first, child);
+        this.chars += label.length;
+        this.estimate += nodeBytes(child);
         this.touch(child, tenant, now);
         return;
       }
@@ -124,10 +152,14 @@ export class RadixTree {
     }
   }
 
-  /** Evicts least-recently-used leaves until at most `target` characters remain. */
-  evict(target: number): void {
-    if (this.total <= target) return;
-    const heap = new LeafHeap();
+  /**
+   * Evicts least-recently-used leaves until at most `targetChars` characters and `targetBytes`
+   * estimated bytes remain.
+   */
+  evict(targetChars: number, targetBytes = Number.POSITIVE_INFINITY): void {
+    const over = () => this.chars > targetChars || this.estimate > targetBytes;
+    if (!over()) return;
+    const heap = new LeafHeap<Node>();
     const stack: Node[] = [this.root];
     while (stack.length > 0) {
       const n = stack.pop() as Node;
@@ -137,12 +169,12 @@ export class RadixTree {
         for (const c of n.children.values()) stack.push(c);
       }
     }
-    while (this.total > target) {
+    while (over()) {
       const leaf = heap.pop();
       if (!leaf) break;
       const parent = leaf.parent as Node;
       this.detach(leaf);
-      if (parent !== this.root && parent.children?.size === 0) heap.push(parent);
+      if (parent !== this.root && parent.children === null) heap.push(parent);
     }
   }
 
@@ -155,6 +187,7 @@ export class RadixTree {
       if (!n.children) continue;
       for (const c of [...n.children.values()]) {
         if (!c.tenants.delete(tenant)) continue;
+        this.estimate -= TENANT_BYTES;
         if (c.tenants.size === 0) this.detachSubtree(c);
         else stack.push(c);
       }
@@ -164,13 +197,43 @@ export class RadixTree {
 
   clear(): void {
     this.root = RadixTree.emptyRoot();
-    this.total = 0;
+    this.chars = 0;
+    this.estimate = 0;
     this.perTenant.clear();
   }
 
+  /** Counts every structure by walking the tree (O(n): for tests and benchmarks only). */
+  stats(): TreeStats {
+    const out: TreeStats = { nodes: 0, innerNodes: 0, tenantEntries: 0, chars: 0, bytes: 0 };
+    const stack: Node[] = [this.root];
+    while (stack.length > 0) {
+      const n = stack.pop() as Node;
+      if (n.children) {
+        out.innerNodes++;
+        out.bytes += CHILD_MAP_BYTES;
+        for (const c of n.children.values()) stack.push(c);
+      }
+      if (n === this.root) continue;
+      out.nodes++;
+      out.tenantEntries += n.tenants.size;
+      out.chars += n.label.length;
+      out.bytes += nodeBytes(n) + n.tenants.size * TENANT_BYTES;
+    }
+    return out;
+  }
+
+  private childrenOf(n: Node): Map<number, Node> {
+    if (n.children) return n.children;
+    this.estimate += CHILD_MAP_BYTES;
+    n.children = new Map();
+    return n.children;
+  }
+
   private touch(n: Node, tenant: string, now: number): void {
-    if (!n.tenants.has(tenant))
+    if (!n.tenants.has(tenant)) {
       this.perTenant.set(tenant, (this.perTenant.get(tenant) ?? 0) + n.label.length);
+      this.estimate += TENANT_BYTES;
+    }
     n.tenants.set(tenant, now);
     n.lastAccess = now;
   }
@@ -185,19 +248,30 @@ export class RadixTree {
       tenants: new Map(n.tenants),
       lastAccess: n.lastAccess,
     };
+    this.estimate -= labelBytes(n.label);
     n.label = ownCopy(n.label.slice(at));
     n.parent = upper;
+    this.estimate += labelBytes(n.label) + nodeBytes(upper) + CHILD_MAP_BYTES;
+    this.estimate += upper.tenants.size * TENANT_BYTES;
     (upper.children as Map<number, Node>).set(n.label.charCodeAt(0), n);
     (parent.children as Map<number, Node>).set(upper.label.charCodeAt(0), upper);
     return upper;
   }
 
-  /** Removes a leaf (its characters leave every tenant's count). */
+  /** Removes a leaf (its characters leave every tenant's count; an emptied children map goes). */
   private detach(n: Node): void {
-    n.parent?.children?.delete(n.label.charCodeAt(0));
+    const parent = n.parent;
+    if (parent?.children) {
+      parent.children.delete(n.label.charCodeAt(0));
+      if (parent.children.size === 0) {
+        parent.children = null;
+        this.estimate -= CHILD_MAP_BYTES;
+      }
+    }
     n.parent = null;
     const len = n.label.length;
-    this.total -= len;
+    this.chars -= len;
+    this.estimate -= nodeBytes(n) + n.tenants.size * TENANT_BYTES;
     for (const t of n.tenants.keys()) {
       const left = (this.perTenant.get(t) ?? 0) - len;
       if (left > 0) this.perTenant.set(t, left);
@@ -214,42 +288,5 @@ export class RadixTree {
       if (x.children) for (const c of x.children.values()) stack.push(c);
     }
     for (let i = order.length - 1; i >= 0; i--) this.detach(order[i] as Node);
-  }
-}
-
-/** A binary min-heap of nodes by last access. */
-class LeafHeap {
-  private readonly items: Node[] = [];
-
-  push(n: Node): void {
-    const a = this.items;
-    a.push(n);
-    let i = a.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if ((a[p] as Node).lastAccess <= n.lastAccess) break;
-      a[i] = a[p] as Node;
-      i = p;
-    }
-    a[i] = n;
-  }
-
-  pop(): Node | undefined {
-    const a = this.items;
-    const top = a[0];
-    const last = a.pop();
-    if (a.length === 0 || !last) return top;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= a.length) break;
-      const r = l + 1;
-      const c = r < a.length && (a[r] as Node).lastAccess < (a[l] as Node).lastAccess ? r : l;
-      if ((a[c] as Node).lastAccess >= last.lastAccess) break;
-      a[i] = a[c] as Node;
-      i = c;
-    }
-    a[i] = last;
-    return top;
   }
 }

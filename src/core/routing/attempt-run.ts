@@ -1,12 +1,15 @@
 /**
- * The state of one leg's attempts (the attempt loop's state object): the leg, its exclusions, the
- * backoffs taken, and the retry rules that apply to it; plus the shapes the loop's steps exchange.
+ * The state of one leg's attempts (the attempt loop's state object): the leg, its hard exclusions
+ * (transport failures) and soft ones (engines that pushed back), the backoffs taken, the retry
+ * rules that apply, and which engines already counted a failure for this request (one request's
+ * retries against one engine are one failure signal, not five); plus the shapes the steps exchange.
  */
 import { RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome, RoutedWorker, RouteInput } from '../contracts/fleet-api.ts';
 import type { UpstreamResponse } from '../contracts/upstream.ts';
 import { backoffDelayMs, maxAttempts, type RetrySettings } from '../resilience/backoff.ts';
 import type { Exchange } from './exchange.ts';
+import type { AttemptTracker } from './stall-watch.ts';
 
 /** One leg to send: the regular request, or a prefill or decode leg. */
 export interface Leg {
@@ -16,23 +19,61 @@ export interface Leg {
   target: string;
   headers: Record<string, string>;
   body: Uint8Array | ReadableStream<Uint8Array> | null;
+  /** The answer streams (SSE): its first chunk is awaited before the answer is committed. */
+  stream?: boolean;
+}
+
+/** A stream's first read, taken before the answer was committed; the relay continues from it. */
+export interface Prefetched {
+  reader: ReadableStreamDefaultReader<Uint8Array>;
+  first: ReadableStreamReadResult<Uint8Array>;
 }
 
 export type LegResult =
-  | { kind: 'response'; res: UpstreamResponse; worker: RoutedWorker; lease: number; outcome: AttemptOutcome }
+  | {
+      kind: 'response';
+      res: UpstreamResponse;
+      worker: RoutedWorker;
+      lease: number;
+      outcome: AttemptOutcome;
+      prefetched?: Prefetched;
+    }
   | { kind: 'error'; error: RouterError; outcome?: AttemptOutcome }
   | { kind: 'aborted' };
 
-/** What a step says comes next: the leg's result, another attempt at once, or one after a wait. */
+/** A worker and lease the fleet gave for the next attempt. */
+export interface Routed {
+  kind: 'routed';
+  worker: RoutedWorker;
+  lease: number;
+  /** Back off this long before sending (the only worker left is one that asked to wait). */
+  waitMs?: number;
+}
+
+/** A response the engine sent, with what the loop knows about its attempt. */
+export interface Answered {
+  worker: RoutedWorker;
+  lease: number;
+  res: UpstreamResponse;
+  tracker: AttemptTracker;
+  /** Known already when the transport delivered the whole body. */
+  firstByteMs?: number;
+}
+
+/** What a step says comes next: the leg's result, another attempt (routed already, or not), or a wait. */
 export type Next =
   | { kind: 'done'; result: LegResult }
   | { kind: 'again' }
+  | Routed
   | { kind: 'wait'; delay: number; reason: string };
 
-/** The state of one leg's attempts: exclusions, backoffs so far, and the retry rules that apply. */
 export class AttemptRun {
-  /** Worker ids excluded after transport failures (reset when no candidate is left). */
+  /** Worker ids excluded after transport failures or stalls (reset when no candidate is left). */
   readonly exclude: string[] = [];
+  /** Workers that answered a retryable status: other workers are preferred for the next attempts. */
+  readonly avoid: string[] = [];
+  /** Workers that already recorded a failure for this request. */
+  private readonly failedOn = new Set<string>();
   /** Backoffs taken so far (the exponent of the next delay). */
   backoffs = 0;
   /** Only a buffered body can be sent again. */
@@ -57,12 +98,17 @@ export class AttemptRun {
     return backoffDelayMs(this.settings(), this.backoffs, this.ex.ctx.deps.random);
   }
 
+  /** Whether the attempt limit leaves room for one more try (no side effects). */
+  withinLimit(): boolean {
+    return this.ex.tries < (this.buffered ? maxAttempts(this.settings()) : 1);
+  }
+
   /** Whether one more attempt may be made; counts the exhaustion or the spent budget otherwise. */
   mayRetry(): boolean {
     const { ctx, call } = this.ex;
-    const limit = this.buffered ? maxAttempts(this.settings()) : 1;
-    if (this.ex.attempts >= limit) {
-      if (limit > 1) ctx.instruments.retriesExhausted.labels(call.route).inc();
+    if (!this.withinLimit()) {
+      if (this.buffered && maxAttempts(this.settings()) > 1)
+        ctx.instruments.retriesExhausted.labels(call.route).inc();
       return false;
     }
     if (!ctx.budget.tryAcquire()) {
@@ -71,6 +117,21 @@ export class AttemptRun {
     }
     ctx.instruments.retries.labels(call.route).inc();
     return true;
+  }
+
+  /** The outcome to record: a second failure of this request on the same worker counts as neutral. */
+  signal(workerId: string, outcome: AttemptOutcome): AttemptOutcome {
+    if (outcome.kind !== 'failure') return outcome;
+    if (!this.failedOn.has(workerId)) {
+      this.failedOn.add(workerId);
+      return outcome;
+    }
+    return { ...outcome, kind: 'neutral' };
+  }
+
+  /** Settles an attempt's lease with the outcome this request may still record on that worker. */
+  settle(worker: RoutedWorker, lease: number, outcome: AttemptOutcome): Promise<boolean> | boolean {
+    return this.ex.ctx.deps.fleet.settle(lease, this.signal(worker.id, outcome));
   }
 
   /** Backs off before the next attempt; false when the client left or the deadline passed. */

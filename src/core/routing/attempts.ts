@@ -10,26 +10,34 @@
  * the last engine response then passes through as the engine sent it.
  */
 
-import { AttemptRun, type Leg, type LegResult, type Next } from './attempt-run.ts';
-import { decideStep, routeStep, sendStep } from './attempt-steps.ts';
+import { AttemptRun, type Leg, type LegResult, type Next, type Routed } from './attempt-run.ts';
+import { sendStep } from './attempt-send.ts';
+import { decideStep, routeStep } from './attempt-steps.ts';
 import type { Exchange } from './exchange.ts';
 
 export type { Leg, LegResult } from './attempt-run.ts';
 
-/** One attempt: route, send, decide. */
-async function attemptOnce(run: AttemptRun): Promise<Next> {
-  const routed = await routeStep(run);
+/** One attempt: route (unless the previous step already did), send, decide. */
+async function attemptOnce(run: AttemptRun, carried: Routed | undefined): Promise<Next> {
+  const routed = carried ?? (await routeStep(run));
   if (routed.kind !== 'routed') return routed;
+  if (routed.waitMs !== undefined && !(await run.backOff(routed.waitMs, 'engine asked to wait'))) {
+    await run.ex.ctx.deps.fleet.settle(routed.lease, { kind: 'aborted' });
+    return { kind: 'done', result: run.stopped() };
+  }
   const sent = await sendStep(run, routed.worker, routed.lease);
   if (sent.kind !== 'sent') return sent;
-  return decideStep(run, { worker: routed.worker, lease: routed.lease, res: sent.res });
+  return decideStep(run, sent.answered);
 }
 
 export async function runAttempts(ex: Exchange, leg: Leg): Promise<LegResult> {
   const run = new AttemptRun(ex, leg);
+  let carried: Routed | undefined;
   for (;;) {
-    const next = await attemptOnce(run);
+    const next = await attemptOnce(run, carried);
+    carried = undefined;
     if (next.kind === 'done') return next.result;
-    if (next.kind === 'wait' && !(await run.backOff(next.delay, next.reason))) return run.stopped();
+    if (next.kind === 'routed') carried = next;
+    else if (next.kind === 'wait' && !(await run.backOff(next.delay, next.reason))) return run.stopped();
   }
 }

@@ -1,4 +1,5 @@
 /** What the pipeline needs: the host's dependencies, the app's shared context and one client request. */
+import type { RouterError } from '../contracts/errors.ts';
 import type { FleetApi } from '../contracts/fleet-api.ts';
 import type { Clock, Random } from '../contracts/runtime.ts';
 import type { Upstream } from '../contracts/upstream.ts';
@@ -9,6 +10,7 @@ import type { RetrySettings } from '../resilience/backoff.ts';
 import type { StatusClasses } from '../resilience/classify.ts';
 import type { RetryBudget } from '../resilience/retry-budget.ts';
 import type { RequestInfo } from './request-info.ts';
+import type { StallWatch } from './stall-watch.ts';
 
 /** What the core needs from its host: time, randomness, the upstream transport, fleet state, logs, metrics. */
 export interface RouterDeps {
@@ -29,6 +31,10 @@ export interface PipelineContext {
   retry: RetrySettings;
   budget: RetryBudget;
   timeoutMs: number;
+  /** Tracks every attempt's progress; routes around and abandons stuck engines. */
+  stalls: StallWatch;
+  /** Longest silence between the chunks of a started answer (ms, 0 = off), streaming and not. */
+  idleTimeoutMs: { stream: number; plain: number };
   /** Bearer sent to engines (--api-key); otherwise the client's Authorization passes through. */
   apiKey?: string;
 }
@@ -52,4 +58,6 @@ export interface ProxyCall {
   info: RequestInfo;
   /** Returns the admission permit; the exchange calls it once, when the request is finished. */
   release: Release;
+  /** When a streamed upload failed on the client's side (too large, broken): the error for the client. */
+  uploadFault?: () => RouterError | undefined;
 }

@@ -14,8 +14,10 @@ export const TIMED_OUT = 'request timeout';
 export class Exchange {
   readonly started: number;
   readonly controller = new AbortController();
-  /** Upstream attempts made (free stale-connection resends not counted). */
+  /** Attempts that reached an engine (free stale-connection resends not counted): x-router-attempts. */
   attempts = 0;
+  /** Tries against the attempt limit: attempts plus the ones that found no available worker. */
+  tries = 0;
   /** The worker of the latest attempt. */
   worker: RoutedWorker | undefined;
   /** The lease of the response being relayed (0: none). */

@@ -39,7 +39,14 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
   const { stream: _stream, ...input } = call.info;
   let result: Awaited<ReturnType<typeof runAttempts>>;
   try {
-    result = await runAttempts(ex, { input, target: call.target, headers: call.headers, body: call.body });
+    const leg = {
+      input,
+      target: call.target,
+      headers: call.headers,
+      body: call.body,
+      stream: call.info.stream,
+    };
+    result = await runAttempts(ex, leg);
   } catch (err) {
     ex.finish(500, undefined, 'internal_error'); // the permit and the timer must not leak
     throw err;
@@ -51,7 +58,7 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
   }
   if (result.kind === 'error') return fail(ex, result.error);
 
-  const { res, worker, lease, outcome } = result;
+  const { res, worker, lease, outcome, prefetched } = result;
   ex.lease = lease;
   const headers = clientResponseHeaders(res.headers);
   headers['x-request-id'] = call.requestId;
@@ -59,18 +66,23 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
   headers['x-router-attempts'] = String(ex.attempts);
   let body = res.body;
   if (body !== null && NULL_BODY_STATUSES.has(res.status)) {
-    if (!(body instanceof Uint8Array)) body.cancel().catch(() => {});
+    if (prefetched) prefetched.reader.cancel().catch(() => {});
+    else if (!(body instanceof Uint8Array)) body.cancel().catch(() => {});
     body = null;
   }
   if (body === null || body instanceof Uint8Array) {
     ex.finish(res.status, outcome);
     return new Response(body as BodyInit | null, { status: res.status, headers });
   }
-  const relayed = relayStream(body, {
+  const idleMs = call.info.stream ? ctx.idleTimeoutMs.stream : ctx.idleTimeoutMs.plain;
+  const relayed = relayStream(prefetched ?? body, {
     sse: isEventStream(headers),
     onFirstChunk: () => {
       ex.firstChunkAt = ctx.deps.clock.monotonic();
     },
+    onChunk: () => ctx.stalls.progress(worker.id),
+    deadline: { signal: ex.signal, passed: () => ex.timedOut },
+    ...(idleMs > 0 ? { idle: { ms: idleMs, clock: ctx.deps.clock } } : {}),
     onDone: (end, error) => {
       if (end === 'end') ex.finish(res.status, outcome);
       else if (end === 'cancel' || ex.clientGone)

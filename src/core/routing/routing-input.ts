@@ -14,6 +14,7 @@
  * With `sessionKey` (--session-key K, production-stack session routing) header K, then body
  * field K (a dotted path reaches nested fields), comes first for both keys.
  */
+import { RouterError } from '../contracts/errors.ts';
 import type { PolicyNeeds } from '../policies/policy.ts';
 
 export interface RoutingInput {
@@ -113,12 +114,27 @@ function chatText(messages: unknown): string {
   return parts.join('');
 }
 
+/**
+ * Batches nest at most this deep in a prompt (vLLM takes a string, token ids, or a batch of
+ * either: two levels); deeper is a 400, whatever checked the body before.
+ */
+export const MAX_PROMPT_DEPTH = 8;
+
 /** A prompt: a string, token ids, or a batch of either (joined by newlines). */
-function promptText(prompt: unknown): string {
+function promptText(prompt: unknown, field: string, depth = 1): string {
   if (typeof prompt === 'string') return prompt;
   if (!Array.isArray(prompt)) return '';
+  if (depth > MAX_PROMPT_DEPTH) {
+    throw new RouterError(
+      'invalid_request',
+      `\`${field}\` nests arrays more than ${MAX_PROMPT_DEPTH} levels deep`,
+      {
+        param: field,
+      },
+    );
+  }
   if (prompt.every((p) => typeof p === 'number')) return prompt.join(' ');
-  return prompt.map(promptText).join('\n');
+  return prompt.map((p) => promptText(p, field, depth + 1)).join('\n');
 }
 
 /** Responses API `input`: a string, or items (messages with content parts, tool outputs). */
@@ -157,18 +173,18 @@ export function routingText(body: Json, route: string): string {
     case 'chat':
       return chatText(body.messages);
     case 'completions':
-      return promptText(body.prompt);
+      return promptText(body.prompt, 'prompt');
     case 'generate':
-      if (typeof body.text === 'string' || Array.isArray(body.text)) return promptText(body.text);
-      if (body.prompt !== undefined) return promptText(body.prompt);
-      return promptText(body.input_ids);
+      if (typeof body.text === 'string' || Array.isArray(body.text)) return promptText(body.text, 'text');
+      if (body.prompt !== undefined) return promptText(body.prompt, 'prompt');
+      return promptText(body.input_ids, 'input_ids');
     case 'responses':
       return responsesText(body);
     default:
       if (Array.isArray(body.messages)) return chatText(body.messages);
-      if (body.prompt !== undefined) return promptText(body.prompt);
+      if (body.prompt !== undefined) return promptText(body.prompt, 'prompt');
       if (body.input !== undefined) return responsesText(body);
-      return promptText(body.text);
+      return promptText(body.text, 'text');
   }
 }
 

@@ -2,7 +2,10 @@
  * Passes an engine's streaming body to the client chunk by chunk (no buffering, no re-chunking,
  * no parsing) and reports exactly once how it ended. A cut upstream never becomes a clean end:
  * SSE gets a final error event and no `[DONE]`; any other body errors so the truncation is visible.
+ * An answer silent for longer than its idle limit is cut the same way. The relay may start from a
+ * first chunk already read (the attempt loop reads it before committing the answer).
  */
+import { type Clock, type TimerHandle, watchdog } from '../contracts/runtime.ts';
 
 export type RelayEnd = 'end' | 'error' | 'cancel';
 
@@ -12,8 +15,28 @@ export interface RelayOptions {
   onDone(end: RelayEnd, error?: unknown): void;
   /** Called once, with the first chunk (time to first token). */
   onFirstChunk?(): void;
+  /** Called with every chunk (progress for the stall watch). */
+  onChunk?(): void;
   /** Message for the SSE error event when the stream fails. */
   describeError?(error: unknown): string;
+  /** Longest silence between chunks before the stream is cut (ms; absent or 0: none). */
+  idle?: { ms: number; clock: Clock };
+  /**
+   * The request's deadline. When it passes while nobody is reading, the client has stopped reading:
+   * the relay ends as cancelled (some hosts, such as a local workerd, never report a client that
+   * left mid-stream any other way). With a read pending, the aborted engine body fails that read.
+   */
+  deadline?: { signal: AbortSignal; passed(): boolean };
+}
+
+/** A source whose first read was already taken. */
+export interface PrefetchedSource {
+  reader: ReadableStreamDefaultReader<Uint8Array>;
+  first: ReadableStreamReadResult<Uint8Array>;
+}
+
+export class StreamIdleError extends Error {
+  override readonly name = 'StreamIdleError';
 }
 
 const encoder = new TextEncoder();
@@ -25,37 +48,91 @@ export function sseErrorEvent(message: string, needsSeparator: boolean): Uint8Ar
   return encoder.encode(`${needsSeparator ? '\n\n' : ''}data: ${event}\n\n`);
 }
 
+/** Cuts a silent stream: one timer, re-armed only when it fires early (chunks just note the time). */
+class IdleGuard {
+  lastChunkAt: number;
+  expired = false;
+  private timer: TimerHandle | undefined;
+
+  constructor(
+    private readonly idle: { ms: number; clock: Clock },
+    private readonly onExpire: () => void,
+  ) {
+    this.lastChunkAt = idle.clock.monotonic();
+    this.arm(idle.ms);
+  }
+
+  private arm(ms: number): void {
+    const check = watchdog(() => {
+      const silent = this.idle.clock.monotonic() - this.lastChunkAt;
+      if (silent < this.idle.ms) return this.arm(this.idle.ms - silent);
+      this.expired = true;
+      this.onExpire();
+    });
+    this.timer = this.idle.clock.setTimeout(check, ms);
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) this.idle.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
 export function relayStream(
-  src: ReadableStream<Uint8Array>,
+  src: ReadableStream<Uint8Array> | PrefetchedSource,
   options: RelayOptions,
 ): ReadableStream<Uint8Array> {
-  const reader = src.getReader();
+  const reader = src instanceof ReadableStream ? src.getReader() : src.reader;
+  let pending: ReadableStreamReadResult<Uint8Array> | undefined =
+    src instanceof ReadableStream ? undefined : src.first;
   let finished = false;
   let first = true;
   let lastByte = 0x0a;
+  const idle =
+    options.idle && options.idle.ms > 0
+      ? new IdleGuard(options.idle, () => void reader.cancel(new StreamIdleError('idle')).catch(() => {}))
+      : undefined;
+  let reading = false;
+  const deadline = options.deadline;
+  const onAbort = () => {
+    if (finished || reading || !deadline?.passed()) return;
+    finish('cancel', deadline.signal.reason);
+    reader.cancel(deadline.signal.reason).catch(() => {});
+  };
   const finish = (end: RelayEnd, error?: unknown) => {
     if (finished) return;
     finished = true;
+    idle?.stop();
+    deadline?.signal.removeEventListener('abort', onAbort);
     options.onDone(end, error);
+  };
+  deadline?.signal.addEventListener('abort', onAbort, { once: true });
+  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, error: unknown) => {
+    finish('error', error);
+    if (options.sse) {
+      const message = options.describeError?.(error) ?? 'upstream stream ended unexpectedly';
+      controller.enqueue(sseErrorEvent(message, lastByte !== 0x0a));
+      controller.close();
+    } else {
+      controller.error(error);
+    }
   };
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
         let result: ReadableStreamReadResult<Uint8Array>;
+        reading = true;
         try {
-          result = await reader.read();
+          result = pending ?? (await reader.read());
+          pending = undefined;
         } catch (error) {
-          if (finished) return; // cancelled by the client meanwhile
-          finish('error', error);
-          if (options.sse) {
-            const message = options.describeError?.(error) ?? 'upstream stream ended unexpectedly';
-            controller.enqueue(sseErrorEvent(message, lastByte !== 0x0a));
-            controller.close();
-          } else {
-            controller.error(error);
-          }
+          if (!finished) fail(controller, error); // else: cancelled by the client meanwhile
           return;
+        } finally {
+          reading = false;
         }
+        if (finished) return controller.close();
+        if (idle?.expired) return fail(controller, new StreamIdleError(`no data for ${options.idle?.ms} ms`));
         if (result.done) {
           finish('end');
           controller.close();
@@ -63,10 +140,12 @@ export function relayStream(
         }
         const chunk = result.value;
         if (chunk.byteLength === 0) return;
+        if (idle) idle.lastChunkAt = options.idle?.clock.monotonic() ?? 0;
         if (first) {
           first = false;
           options.onFirstChunk?.();
         }
+        options.onChunk?.();
         lastByte = chunk[chunk.byteLength - 1] as number;
         controller.enqueue(chunk);
       },

@@ -109,18 +109,27 @@ describe('Worker', () => {
       await configureEngine(engines.flaky, { 'fail-mode': 'status', 'fail-status': 500 });
       await resetEngine(engines.flaky);
 
-      const first = await post(JSON.stringify({ model: 'flaky-model', prompt: 'hi' }), '/v1/completions');
+      // One request's retries on one engine are one failure signal: two requests open a
+      // threshold-2 breaker, and the state they leave in the object is what the next one sees.
+      const completion = JSON.stringify({ model: 'flaky-model', prompt: 'hi' });
+      const first = await post(completion, '/v1/completions');
       expect(first.status).toBe(500); // the engine's own answer, after 2 attempts
       expect(first.headers.get('x-router-attempts')).toBe('2');
       await first.arrayBuffer();
-      expect(await engineLog(engines.flaky)).toHaveLength(2);
+      expect(await (await SELF.fetch(workerPath)).json()).toMatchObject({ circuit: 'closed' });
+      const second = await post(completion, '/v1/completions');
+      expect(second.status).toBe(500);
+      await second.arrayBuffer();
+      expect(await engineLog(engines.flaky)).toHaveLength(4);
       expect(await (await SELF.fetch(workerPath)).json()).toMatchObject({ circuit: 'open' });
 
-      const second = await post(JSON.stringify({ model: 'flaky-model', prompt: 'hi' }), '/v1/completions');
-      expect(second.status).toBe(503);
-      expect(second.headers.get('x-router-error-code')).toBe('no_available_workers');
-      await second.arrayBuffer();
-      expect(await engineLog(engines.flaky)).toHaveLength(2); // never reached the engine
+      // The only worker of its pool is never taken out of rotation by its breaker (panic mode):
+      // the next request still reaches it and gets the engine's own answer, not a router 503.
+      const third = await post(completion, '/v1/completions');
+      expect(third.status).toBe(500);
+      expect(third.headers.get('x-router-error-code')).toBeNull();
+      await third.arrayBuffer();
+      expect((await engineLog(engines.flaky)).length).toBeGreaterThan(4);
     } finally {
       await configureEngine(engines.flaky, { 'fail-mode': 'none' });
       expect((await SELF.fetch(workerPath, { method: 'DELETE' })).status).toBe(202);
@@ -156,8 +165,44 @@ describe('Worker', () => {
     const models = (await (await SELF.fetch('http://router/v1/models')).json()) as { data: { id: string }[] };
     expect(models.data.map((m) => m.id)).toEqual(['sim-model']);
     expect((await SELF.fetch('http://router/health')).status).toBe(200);
-    const finished = await SELF.fetch('http://router/finish_session?session_id=abc', { method: 'POST' });
-    expect(await finished.json()).toEqual({ session_id: 'abc', finished: true });
+
+    // The config's policy is sticky_least_loaded: a session is pinned in the object, and
+    // /finish_session must release it there (its session gauges drop), not just echo the id.
+    const session = `finish-${crypto.randomUUID()}`;
+    const pinned = async (worker: string) => {
+      const text = await (await SELF.fetch('http://router/metrics')).text();
+      const series = `vllm_router_sll_pinned_sessions{worker="${worker}"}`;
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return line === undefined ? 0 : Number(line.slice(series.length + 1));
+    };
+    const inSession = async () => {
+      const res = await SELF.fetch('http://router/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-session-id': session },
+        body: chat({ max_tokens: 2 }),
+      });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      return res.headers.get('x-routed-worker-id') as string;
+    };
+    const before = { [engines.a]: await pinned(engines.a), [engines.b]: await pinned(engines.b) };
+    const worker = await inSession();
+    expect([engines.a, engines.b]).toContain(worker);
+    expect(await inSession()).toBe(worker); // sticky
+    expect(await pinned(worker)).toBe((before[worker] ?? 0) + 1);
+
+    const finished = await SELF.fetch(`http://router/finish_session?session_id=${session}`, {
+      method: 'POST',
+    });
+    expect(await finished.json()).toEqual({ session_id: session, finished: true });
+    expect(await pinned(worker)).toBe(before[worker] ?? 0); // released in the object
+    const again = await SELF.fetch(`http://router/finish_session?session_id=${session}`, { method: 'POST' });
+    expect(await again.json()).toEqual({ session_id: session, finished: true }); // idempotent
+    expect(await pinned(worker)).toBe(before[worker] ?? 0);
+
+    // Its next request is placed afresh: pinned again, once.
+    const placed = await inSession();
+    expect(await pinned(placed)).toBe((before[placed] ?? 0) + 1);
   });
 
   it('answers 500 naming the field when ROUTER_CONFIG is invalid', async () => {

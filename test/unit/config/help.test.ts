@@ -92,6 +92,7 @@ describe('--help', () => {
       'Kubernetes service discovery',
       'Retries',
       'Circuit breakers',
+      'Stuck and slow engines',
       'Health checks',
       'Logging and metrics',
       'Authentication',

@@ -2,8 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import { StaleConnectionError, type Upstream } from '../../../src/core/contracts/upstream.ts';
 import { AttemptRun } from '../../../src/core/routing/attempt-run.ts';
-import { decideStep, routeStep, sendStep } from '../../../src/core/routing/attempt-steps.ts';
+import { sendStep } from '../../../src/core/routing/attempt-send.ts';
+import { decideStep, routeStep } from '../../../src/core/routing/attempt-steps.ts';
 import { Exchange } from '../../../src/core/routing/exchange.ts';
+import { AttemptTracker } from '../../../src/core/routing/stall-watch.ts';
 import { routedTo, scriptedFleet, statusUpstream, testCall, testContext } from './context.ts';
 
 function runFor(
@@ -28,8 +30,8 @@ describe('routeStep', () => {
     const fleet = scriptedFleet([routedTo('a', 7)]);
     const { run, ex } = runFor(fleet, statusUpstream([200]).upstream);
     expect(await routeStep(run)).toEqual({ kind: 'routed', worker: { id: 'a', url: 'http://a' }, lease: 7 });
-    expect(ex.attempts).toBe(1);
-    expect(ex.worker?.id).toBe('a');
+    expect(ex.tries).toBe(1);
+    expect(ex.attempts).toBe(0); // counted when it reaches the engine
   });
 
   it('answers model_not_found with the served models, without an attempt', async () => {
@@ -59,7 +61,8 @@ describe('routeStep', () => {
     const { run, ex } = runFor(fleet, statusUpstream([200]).upstream, { retry: { maxRetries: 2 } });
     expect(await routeStep(run)).toMatchObject({ kind: 'wait', reason: 'no_available_workers' });
     const last = await routeStep(run);
-    expect(ex.attempts).toBe(2);
+    expect(ex.tries).toBe(2);
+    expect(ex.attempts).toBe(0);
     expect(last).toMatchObject({ kind: 'done', result: { kind: 'error' } });
   });
 });
@@ -88,7 +91,7 @@ describe('sendStep', () => {
     const { run, ex } = runFor(fleet, stale);
     await routeStep(run);
     const sent = await sendStep(run, { id: 'a', url: 'http://a' }, 1);
-    expect(sent).toMatchObject({ kind: 'sent', res: { status: 200 } });
+    expect(sent).toMatchObject({ kind: 'sent', answered: { res: { status: 200 } } });
     expect(calls).toBe(2);
     expect(ex.attempts).toBe(1);
     expect(fleet.settled).toEqual([]);
@@ -114,63 +117,102 @@ describe('sendStep', () => {
 
 describe('decideStep', () => {
   const worker = { id: 'a', url: 'http://a' };
+  const tracker = new AttemptTracker('a', false, 0);
 
   it('a non-retryable status is the answer, its lease still held', async () => {
     const fleet = scriptedFleet([routedTo('a', 1)]);
     const { run } = runFor(fleet, statusUpstream([400]).upstream);
-    const next = await decideStep(run, { worker, lease: 1, res: { status: 400, headers: {}, body: null } });
+    const res = { status: 400, headers: {}, body: null };
+    const next = await decideStep(run, { worker, lease: 1, tracker, firstByteMs: 3, res });
     expect(next).toMatchObject({ kind: 'done', result: { kind: 'response', lease: 1 } });
     expect(fleet.settled).toEqual([]);
   });
 
-  it('a retryable status: the body is cancelled, the lease settled, then a backoff', async () => {
-    const fleet = scriptedFleet([routedTo('a', 1)]);
+  it('a retryable status and no other engine: body cancelled, lease settled, a backoff before the resend', async () => {
+    const fleet = scriptedFleet([routedTo('a', 2)]);
     const { run, ex } = runFor(fleet, statusUpstream([503]).upstream);
-    ex.attempts = 1;
+    ex.tries = 1;
     let cancelled = false;
-    const body = new ReadableStream<Uint8Array>({ cancel: () => void (cancelled = true) });
-    const next = await decideStep(run, { worker, lease: 1, res: { status: 503, headers: {}, body } });
-    expect(next).toMatchObject({ kind: 'wait', reason: 'status 503' });
+    const body = new ReadableStream<Uint8Array>({
+      cancel: () => {
+        cancelled = true;
+      },
+    });
+    const next = await decideStep(run, {
+      worker,
+      lease: 1,
+      tracker,
+      res: { status: 503, headers: {}, body },
+    });
+    expect(next).toMatchObject({ kind: 'routed', lease: 2, worker: { id: 'a' } });
+    expect((next as { waitMs?: number }).waitMs).toBeGreaterThan(0);
+    expect(fleet.routed[0]?.avoid).toEqual(['a']);
     expect(cancelled).toBe(true);
     expect(fleet.settled).toEqual([{ lease: 1, outcome: { kind: 'failure', status: 503 } }]);
   });
 
-  it('Retry-After longer than the max backoff: the response passes through', async () => {
-    const fleet = scriptedFleet([routedTo('a', 1)]);
-    const { run, ex } = runFor(fleet, statusUpstream([429]).upstream, { retry: { maxBackoffMs: 1000 } });
-    ex.attempts = 1;
-    const res = { status: 429, headers: { 'retry-after': '5' }, body: null };
-    expect(await decideStep(run, { worker, lease: 1, res })).toMatchObject({ kind: 'done' });
-    expect(fleet.settled).toEqual([]);
+  it('a retryable status with another engine available: the retry goes there at once', async () => {
+    const fleet = scriptedFleet([routedTo('b', 2)]);
+    const { run, ex } = runFor(fleet, statusUpstream([429]).upstream);
+    ex.tries = 1;
+    const res = { status: 429, headers: { 'retry-after': '1' }, body: null };
+    const next = await decideStep(run, { worker, lease: 1, tracker, res });
+    expect(next).toEqual({ kind: 'routed', worker: { id: 'b', url: 'http://b' }, lease: 2 });
+    expect(run.avoid).toEqual(['a']);
+    expect(fleet.settled).toEqual([
+      { lease: 1, outcome: { kind: 'neutral', status: 429, retryAfterMs: 1000 } },
+    ]);
   });
 
-  it('Retry-After within the max backoff sets the wait', async () => {
-    const fleet = scriptedFleet([routedTo('a', 1)]);
+  it('Retry-After longer than the max backoff and no other engine: the response passes through', async () => {
+    const fleet = scriptedFleet([routedTo('a', 2)]);
+    const { run, ex } = runFor(fleet, statusUpstream([429]).upstream, { retry: { maxBackoffMs: 1000 } });
+    ex.tries = 1;
+    const res = { status: 429, headers: { 'retry-after': '5' }, body: null };
+    expect(await decideStep(run, { worker, lease: 1, tracker, res })).toMatchObject({ kind: 'done' });
+    expect(fleet.settled).toEqual([{ lease: 2, outcome: { kind: 'aborted' } }]); // the unused retry lease
+  });
+
+  it('Retry-After within the max backoff sets the wait before resending to the same engine', async () => {
+    const fleet = scriptedFleet([routedTo('a', 2)]);
     const { run, ex } = runFor(fleet, statusUpstream([503]).upstream);
-    ex.attempts = 1;
+    ex.tries = 1;
     const res = { status: 503, headers: { 'retry-after': '2' }, body: null };
-    expect(await decideStep(run, { worker, lease: 1, res })).toEqual({
-      kind: 'wait',
-      delay: 2000,
-      reason: 'status 503',
+    expect(await decideStep(run, { worker, lease: 1, tracker, res })).toEqual({
+      kind: 'routed',
+      worker,
+      lease: 2,
+      waitMs: 2000,
     });
   });
 
   it('the last allowed attempt passes the retryable response through', async () => {
-    const fleet = scriptedFleet([routedTo('a', 1)]);
+    const fleet = scriptedFleet([routedTo('b', 2)]);
     const { run, ex } = runFor(fleet, statusUpstream([503]).upstream, { retry: { maxRetries: 2 } });
-    ex.attempts = 2;
+    ex.tries = 2;
     const res = { status: 503, headers: {}, body: null };
-    expect(await decideStep(run, { worker, lease: 1, res })).toMatchObject({ kind: 'done' });
+    expect(await decideStep(run, { worker, lease: 1, tracker, res })).toMatchObject({ kind: 'done' });
+    expect(fleet.routed).toEqual([]);
   });
 
   it('a streamed request body is never resent', async () => {
-    const fleet = scriptedFleet([routedTo('a', 1)]);
+    const fleet = scriptedFleet([routedTo('b', 2)]);
     const { ctx } = testContext({ fleet: fleet.fleet, upstream: statusUpstream([503]).upstream });
     const ex = new Exchange(ctx, testCall());
-    ex.attempts = 1;
+    ex.tries = 1;
     const run = new AttemptRun(ex, { input: {}, target: '/x', headers: {}, body: new ReadableStream() });
     const res = { status: 503, headers: {}, body: null };
-    expect(await decideStep(run, { worker, lease: 1, res })).toMatchObject({ kind: 'done' });
+    expect(await decideStep(run, { worker, lease: 1, tracker, res })).toMatchObject({ kind: 'done' });
+  });
+});
+
+describe('one failure signal per request and engine', () => {
+  it('a second failure of the same request on the same engine is recorded as neutral', () => {
+    const fleet = scriptedFleet([routedTo('a', 1)]);
+    const { run } = runFor(fleet, statusUpstream([503]).upstream);
+    expect(run.signal('a', { kind: 'failure', status: 503 })).toEqual({ kind: 'failure', status: 503 });
+    expect(run.signal('a', { kind: 'failure', status: 503 })).toEqual({ kind: 'neutral', status: 503 });
+    expect(run.signal('b', { kind: 'failure' })).toEqual({ kind: 'failure' });
+    expect(run.signal('a', { kind: 'success', status: 200 })).toEqual({ kind: 'success', status: 200 });
   });
 });

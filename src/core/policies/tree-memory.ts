@@ -1,0 +1,41 @@
+/**
+ * What the cache_aware prefix tree costs in memory, estimated per node. The tree is bounded by this
+ * estimate (--max-tree-bytes), not by its characters: on V8 a node's object, maps and number boxes
+ * weigh far more than the few characters a distinct prompt adds.
+ *
+ * The constants are V8's 64-bit layout without pointer compression (Node, Deno), measured with
+ * `npm run bench:tree-memory` (heapUsed after a forced GC, before and after inserting 100k-200k
+ * prompts of several shapes; docs/benchmarks.md has the run). The estimate is within a few percent
+ * of the measured heap there; with pointer compression (workerd) it overestimates, which only
+ * makes the tree smaller than it could be.
+ */
+
+/**
+ * One node: the object (5 fields), the box of its last-access time, its tenants map (an empty
+ * JS Map with its backing table) and its entry in the parent's children map.
+ */
+export const NODE_BYTES = 300;
+/** One tenant of a node: its slot in the tenants map and the box of its timestamp. */
+export const TENANT_BYTES = 48;
+/** The children map of an inner node (created with its first child; each child pays its entry). */
+export const CHILD_MAP_BYTES = 128;
+/** A flat string's header (map word, hash, length). */
+const STRING_HEADER = 16;
+/** The sliced-string header a label of 13+ characters carries (see `ownCopy` in radix-tree.ts). */
+const SLICED_HEADER = 32;
+/** Labels with a character above U+00FF are stored two bytes per character. */
+const WIDE = /[\u0100-\uffff]/;
+
+/**
+ * The memory of a label as `ownCopy` leaves it: a short label is a flat string; a longer one is a
+ * slice of its own flat copy, one character longer.
+ */
+export function labelBytes(label: string): number {
+  const width = WIDE.test(label) ? 2 : 1;
+  if (label.length < 13) return STRING_HEADER + roundUp8(label.length * width);
+  return SLICED_HEADER + STRING_HEADER + roundUp8((label.length + 1) * width);
+}
+
+function roundUp8(n: number): number {
+  return Math.ceil(n / 8) * 8;
+}

@@ -1,0 +1,161 @@
+/**
+ * Sending one attempt, and, for a streamed answer, awaiting its first chunk before the answer is
+ * committed (nothing reaches the client before it). Every attempt is tracked by the stall watch,
+ * which may abandon it while it waits for its first byte; an abandoned attempt is retried
+ * elsewhere. A failure after the engine's status arrived (its body broke) is never retried.
+ * Client faults (an upload over the size limit) are answered to the client and recorded on no
+ * engine.
+ */
+import { RouterError } from '../contracts/errors.ts';
+import type { AttemptOutcome, RoutedWorker } from '../contracts/fleet-api.ts';
+import { StaleConnectionError, UpstreamBodyError, type UpstreamResponse } from '../contracts/upstream.ts';
+import type { Answered, AttemptRun, Next } from './attempt-run.ts';
+import type { AttemptTracker } from './stall-watch.ts';
+
+export type Sent = { kind: 'sent'; answered: Answered };
+
+function describe(err: unknown): string {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return typeof code === 'string' ? `${code} ${err.message}` : err.message;
+  }
+  return String(err);
+}
+
+const errorNext = (error: RouterError, outcome?: AttemptOutcome): Next => ({
+  kind: 'done',
+  result: outcome ? { kind: 'error', error, outcome } : { kind: 'error', error },
+});
+
+/** Sends one attempt; a stale pooled connection gets one immediate free resend. */
+async function send(run: AttemptRun, worker: RoutedWorker, signal: AbortSignal): Promise<UpstreamResponse> {
+  const { ex, leg } = run;
+  const { ctx } = ex;
+  const headers: Record<string, string> = { ...leg.headers, 'x-request-id': ex.call.requestId };
+  if (worker.dpRank !== undefined) headers['x-data-parallel-rank'] = String(worker.dpRank);
+  if (ctx.apiKey !== undefined) headers.authorization = `Bearer ${ctx.apiKey}`;
+  const request = { url: worker.url + leg.target, method: ex.call.method, headers, body: leg.body, signal };
+  try {
+    return await ctx.deps.upstream(request);
+  } catch (err) {
+    if (!(err instanceof StaleConnectionError) || !run.buffered || signal.aborted) throw err;
+    ctx.instruments.staleResends.inc();
+    return ctx.deps.upstream(request);
+  }
+}
+
+/** The attempt's own signal: aborted by the exchange (client gone, deadline) or by the stall watch. */
+function attemptSignal(run: AttemptRun, tracker: AttemptTracker): AbortSignal {
+  const parent = run.ex.signal;
+  const own = tracker.controller;
+  if (parent.aborted) own.abort(parent.reason);
+  else parent.addEventListener('abort', () => own.abort(parent.reason), { once: true });
+  return own.signal;
+}
+
+/** The stall watch gave up on this attempt: record it, exclude the worker, try elsewhere. */
+async function abandoned(run: AttemptRun, worker: RoutedWorker, lease: number, tracker: AttemptTracker) {
+  const { ex } = run;
+  const canary = tracker.abandoned === 'canary';
+  await run.settle(worker, lease, canary ? { kind: 'neutral' } : { kind: 'failure', stalled: true });
+  run.exclude.push(worker.id);
+  ex.ctx.deps.logger.warn('attempt abandoned: no progress from its worker', {
+    request_id: ex.call.requestId,
+    worker: worker.id,
+    reason: tracker.abandoned,
+  });
+  if (run.mayRetry()) return { kind: 'again' } as const;
+  const message = `worker ${worker.id} made no progress (${tracker.abandoned})`;
+  return errorNext(new RouterError('upstream_timeout', message), { kind: 'failure' });
+}
+
+/** Why a send failed decides what the loop does next. */
+async function failedSend(
+  run: AttemptRun,
+  attempt: { worker: RoutedWorker; lease: number; tracker: AttemptTracker },
+  err: unknown,
+): Promise<Next> {
+  const { ex } = run;
+  const { worker, lease, tracker } = attempt;
+  const { fleet, logger } = ex.ctx.deps;
+  if (ex.clientGone || ex.timedOut) {
+    await fleet.settle(lease, ex.clientGone ? { kind: 'aborted' } : { kind: 'failure' });
+    return { kind: 'done', result: run.stopped() };
+  }
+  const fault = ex.call.uploadFault?.();
+  if (fault) {
+    await fleet.settle(lease, { kind: 'aborted' }); // the client's fault, not the engine's
+    return errorNext(fault);
+  }
+  if (tracker.abandoned) return abandoned(run, worker, lease, tracker);
+  if (err instanceof UpstreamBodyError) {
+    await run.settle(worker, lease, { kind: 'failure', status: err.status });
+    const message = `the response of worker ${worker.id} broke after its status: ${err.message}`;
+    return errorNext(new RouterError('upstream_body_error', message, { cause: err }), { kind: 'failure' });
+  }
+  await run.settle(worker, lease, { kind: 'failure' });
+  run.exclude.push(worker.id);
+  if (logger.enabled('debug')) {
+    logger.debug('transport failure', {
+      request_id: ex.call.requestId,
+      worker: worker.id,
+      error: describe(err),
+    });
+  }
+  if (run.mayRetry()) return { kind: 'again' }; // reroute at once; back off only when no candidate is left
+  const message = `request to worker ${worker.id} failed: ${describe(err)}`;
+  return errorNext(new RouterError('upstream_unreachable', message, { cause: err }), { kind: 'failure' });
+}
+
+/** Sends to the routed worker; a failure settles the lease and says what comes next. */
+export async function sendStep(run: AttemptRun, worker: RoutedWorker, lease: number): Promise<Sent | Next> {
+  const { ex } = run;
+  const watch = ex.ctx.stalls;
+  ex.attempts++;
+  ex.worker = worker;
+  const tracker = watch.begin(worker.id, run.leg.stream === true);
+  try {
+    const res = await send(run, worker, attemptSignal(run, tracker));
+    const answered: Answered = { worker, lease, res, tracker };
+    if (!(res.body instanceof ReadableStream)) answered.firstByteMs = watch.firstByte(tracker);
+    return { kind: 'sent', answered };
+  } catch (err) {
+    watch.end(tracker);
+    return failedSend(run, { worker, lease, tracker }, err);
+  }
+}
+
+/** Reads a streamed answer's first chunk; the stall watch may abandon the wait. */
+async function readFirst(reader: ReadableStreamDefaultReader<Uint8Array>, signal: AbortSignal) {
+  const cancel = () => void reader.cancel(signal.reason).catch(() => {});
+  if (signal.aborted) cancel();
+  else signal.addEventListener('abort', cancel, { once: true });
+  try {
+    return { ok: true as const, first: await reader.read() };
+  } catch (error) {
+    return { ok: false as const, error };
+  } finally {
+    signal.removeEventListener('abort', cancel);
+  }
+}
+
+/** The answer is decided: wait for its first chunk, then commit it (or retry an abandoned attempt). */
+export async function firstByteStep(run: AttemptRun, a: Answered, outcome: AttemptOutcome): Promise<Next> {
+  const { ex } = run;
+  const { worker, lease, res, tracker } = a;
+  const body = res.body as ReadableStream<Uint8Array>;
+  const reader = body.getReader();
+  const read = await readFirst(reader, tracker.controller.signal);
+  if (tracker.abandoned && run.buffered) return abandoned(run, worker, lease, tracker);
+  if (!read.ok || tracker.abandoned) {
+    ex.ctx.stalls.end(tracker);
+    if (ex.clientGone || ex.timedOut)
+      return failedSend(run, { worker, lease, tracker }, read.ok ? undefined : read.error);
+    await run.settle(worker, lease, { kind: 'failure', status: res.status });
+    const message = `the stream of worker ${worker.id} broke before its first chunk`;
+    return errorNext(new RouterError('upstream_body_error', message), { kind: 'failure' });
+  }
+  const firstByteMs = ex.ctx.stalls.firstByte(tracker);
+  const result = { kind: 'response' as const, res, worker, lease, outcome: { ...outcome, firstByteMs } };
+  return { kind: 'done', result: { ...result, prefetched: { reader, first: read.first } } };
+}

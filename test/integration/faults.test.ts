@@ -1,0 +1,98 @@
+/**
+ * Faults over real loopback HTTP with the Node transport (issue 11): a 200 whose buffered body is
+ * cut is never sent again, and a client's oversized streamed upload is the client's fault only.
+ * The default cache_aware policy and a shared system prompt, as users run it.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { engineRequests, type Running, startStack } from '../support/harness.ts';
+
+const SYSTEM = 'You are the timetable assistant of a mountain railway. '.repeat(12);
+const chat = (question: string, stream = false) =>
+  JSON.stringify({
+    model: 'sim-model',
+    stream,
+    messages: [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: question },
+    ],
+  });
+
+let stack: Running | undefined;
+afterEach(async () => {
+  await stack?.stop();
+  stack = undefined;
+});
+
+async function metricSum(url: string, prefix: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(prefix))
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+}
+
+describe('faults over loopback', () => {
+  it('a 200 with a content-length cut mid-body is a 502 upstream_body_error, sent once, never retried', async () => {
+    stack = await startStack({
+      engines: 2,
+      engineOptions: { failure: { mode: 'midstream' } },
+      config: { policy: { name: 'cache_aware' } },
+    });
+    const res = await fetch(`${stack.router.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: chat('When is the first train?'),
+    });
+    expect(res.status).toBe(502);
+    expect(res.headers.get('x-router-error-code')).toBe('upstream_body_error');
+    expect(res.headers.get('x-router-attempts')).toBe('1');
+    await res.arrayBuffer();
+    expect(engineRequests(stack.engines)).toHaveLength(1);
+  });
+
+  it('oversized streamed uploads get 413 and leave every breaker closed; legitimate requests all succeed', async () => {
+    stack = await startStack({
+      engines: 2,
+      config: { policy: { name: 'cache_aware' }, server: { maxPayloadSize: 4096 } },
+    });
+    const url = stack.router.url;
+    for (let i = 0; i < 24; i++) {
+      let sent = 0;
+      const upload = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent >= 16) return controller.close();
+          sent++;
+          controller.enqueue(new Uint8Array(1024).fill(65));
+        },
+      });
+      const res = await fetch(`${url}/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/octet-stream' },
+        body: upload,
+        duplex: 'half',
+      } as RequestInit);
+      expect(res.status).toBe(413);
+      expect(res.headers.get('x-router-error-code')).toBe('payload_too_large');
+      await res.arrayBuffer();
+    }
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: chat(`Question ${i}`, i % 2 === 0),
+        }).then(async (r) => {
+          await r.arrayBuffer();
+          return r.status;
+        }),
+      ),
+    );
+    expect(answers).toEqual(Array(20).fill(200));
+    expect(await metricSum(url, 'vllm_router_cb_outcomes_total{')).toBeGreaterThan(0);
+    const failures = (await (await fetch(`${url}/metrics`)).text())
+      .split('\n')
+      .filter((l) => l.startsWith('vllm_router_cb_outcomes_total{') && l.includes('outcome="failure"'));
+    expect(failures).toEqual([]);
+    for (const w of stack.router.fleet.listWorkers()) expect(w.circuit).toBe('closed');
+  });
+});

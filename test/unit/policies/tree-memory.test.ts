@@ -1,0 +1,148 @@
+import { describe, expect, it } from 'vitest';
+import type { RouterConfig } from '../../../src/core/config/schema.ts';
+import type { PolicyWorker } from '../../../src/core/policies/policy.ts';
+import { RadixTree } from '../../../src/core/policies/radix-tree.ts';
+import { createPolicy } from '../../../src/core/policies/registry.ts';
+import {
+  CHILD_MAP_BYTES,
+  labelBytes,
+  NODE_BYTES,
+  TENANT_BYTES,
+} from '../../../src/core/policies/tree-memory.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
+import { testPolicyContext } from '../../support/policy-context.ts';
+import { makeWorkers, metricValue } from './support.ts';
+
+const all = () => true;
+
+let seed = 7;
+const rand = () => {
+  seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+  return seed / 4294967296;
+};
+const word = (n: number) => Array.from({ length: n }, () => 'abcd'[Math.floor(rand() * 4)]).join('');
+
+describe('prefix tree memory estimate', () => {
+  it('sizes labels as V8 stores them: one byte per Latin-1 character, two otherwise', () => {
+    expect(labelBytes('abc')).toBe(16 + 8);
+    expect(labelBytes('a'.repeat(100))).toBe(32 + 16 + 104);
+    expect(labelBytes('é'.repeat(100))).toBe(32 + 16 + 104);
+    expect(labelBytes('你'.repeat(100))).toBe(32 + 16 + 208);
+  });
+
+  it('charges every node, label, tenant and children map, not just the characters', () => {
+    const t = new RadixTree();
+    t.insert('system prompt, then question one', 'a', 1);
+    // One leaf under the root: the node, its label, one tenant, the root's children map.
+    expect(t.bytes).toBe(
+      CHILD_MAP_BYTES + NODE_BYTES + labelBytes('system prompt, then question one') + TENANT_BYTES,
+    );
+    t.insert('system prompt, then question two', 'b', 2);
+    // A split: an inner node (with its children map) holding both tenants, two leaves.
+    const expected =
+      2 * CHILD_MAP_BYTES +
+      3 * NODE_BYTES +
+      labelBytes('system prompt, then question ') +
+      labelBytes('one') +
+      labelBytes('two') +
+      4 * TENANT_BYTES;
+    expect(t.bytes).toBe(expected);
+    expect(t.size).toBe('system prompt, then question '.length + 6);
+    // A distinct prompt costs hundreds of bytes though it adds a few characters.
+    const before = t.bytes;
+    t.insert('system prompt, then question three', 'a', 3);
+    expect(t.bytes - before).toBeGreaterThanOrEqual(NODE_BYTES + TENANT_BYTES);
+    expect(NODE_BYTES).toBeGreaterThan(100);
+  });
+
+  it('keeps the running estimate equal to a recount through inserts, splits, evictions and removals', () => {
+    const t = new RadixTree();
+    for (let i = 0; i < 3000; i++) {
+      const text = `${word(3)} ${word(Math.floor(rand() * 60))}${i % 7 === 0 ? ' 你好' : ''}`;
+      t.insert(text, `w${Math.floor(rand() * 3)}`, i);
+      if (i % 500 === 499) t.evict(Number.POSITIVE_INFINITY, t.bytes * 0.6);
+      if (i % 1000 === 999) t.removeTenant('w1');
+      if (i % 100 === 0) expect(t.stats().bytes).toBe(t.bytes);
+    }
+    expect(t.stats().bytes).toBe(t.bytes);
+    t.removeTenant('w0');
+    t.removeTenant('w1');
+    t.removeTenant('w2');
+    expect(t.bytes).toBe(0);
+    expect(t.size).toBe(0);
+  });
+
+  it('evicts least-recently-used leaves by estimated bytes, whatever the character count', () => {
+    const t = new RadixTree();
+    for (let i = 0; i < 1000; i++) t.insert(`prompt ${i} ${word(20)}`, 'a', i);
+    const full = t.bytes;
+    t.evict(Number.POSITIVE_INFINITY, full / 2);
+    expect(t.bytes).toBeLessThanOrEqual(full / 2);
+    expect(t.bytes).toBeGreaterThan(full / 2 - 2 * (NODE_BYTES + 200));
+    expect(t.stats().bytes).toBe(t.bytes);
+    // The newest prompts stayed, the oldest went.
+    expect(t.match('prompt 999 ', all).matched).toBe('prompt 999 '.length);
+    expect(t.match('prompt 1 ', all).matched).toBeLessThan('prompt 1 '.length);
+    t.evict(Number.POSITIVE_INFINITY, 0);
+    expect(t.bytes).toBe(0);
+  });
+});
+
+function cacheAware(settings: Partial<RouterConfig['policy']>) {
+  const clock = new FakeClock();
+  const ctx = testPolicyContext({ clock, settings, pool: 'regular:m' });
+  return { policy: createPolicy('cache_aware', ctx), clock, metrics: ctx.metrics };
+}
+
+const pick = (p: ReturnType<typeof createPolicy>, ws: readonly PolicyWorker[], text: string) =>
+  (p.select(ws, { text }) as PolicyWorker).id;
+
+describe('cache_aware bounded by --max-tree-bytes', () => {
+  it('holds the tree within the byte bound under distinct short prompts, far below --max-tree-size characters', async () => {
+    const max = 256 * 1024;
+    const { policy, metrics } = cacheAware({ maxTreeBytes: max });
+    const ws = makeWorkers(2);
+    let chars = 0;
+    for (let i = 0; i < 5000; i++) {
+      const text = `system: be brief.\nuser: question ${i}: ${word(20)}\n`;
+      chars += text.length;
+      pick(policy, ws, text);
+      if (i % 250 === 0) {
+        const bytes = await metricValue(metrics, 'vllm_router_tree_bytes', { pool: 'regular:m' });
+        expect(bytes).toBeLessThanOrEqual(max);
+      }
+    }
+    // Far fewer characters than the default --max-tree-size: only the byte bound can act.
+    expect(chars).toBeLessThan(1_000_000);
+    const bytes = await metricValue(metrics, 'vllm_router_tree_bytes', { pool: 'regular:m' });
+    expect(bytes).toBeLessThanOrEqual(max);
+    expect(bytes).toBeGreaterThan(max * 0.5);
+    // The newest prompt is still held whole: sent again, it is a cache hit.
+    const last = `system: be brief.\nuser: question 5000: ${word(20)}\n`;
+    const home = pick(policy, ws, last);
+    for (const w of ws) if (w.id === home) (w as { load: number }).load = 3;
+    expect(pick(policy, ws, last)).toBe(home);
+  });
+
+  it('tracks only a prefix of a text too large for the tree, so one huge prompt cannot flush it', async () => {
+    const max = 64 * 1024;
+    const { policy, metrics, clock } = cacheAware({ maxTreeBytes: max });
+    const ws = makeWorkers(2);
+    const kept = `user: a prompt worth keeping ${word(40)}`;
+    const home = pick(policy, ws, kept);
+    clock.advance(1); // the huge prompt is the most recent: LRU eviction would take the other first
+    pick(policy, ws, `huge: ${'x'.repeat(10 * max)}`);
+    expect(await metricValue(metrics, 'vllm_router_tree_bytes', { pool: 'regular:m' })).toBeLessThanOrEqual(
+      max,
+    );
+    for (const w of ws) if (w.id === home) (w as { load: number }).load = 3;
+    expect(pick(policy, ws, kept)).toBe(home);
+  });
+
+  it('still honours --max-tree-size in characters (vLLM Router) when it is the tighter bound', async () => {
+    const { policy, metrics } = cacheAware({ maxTreeSize: 2_000 });
+    const ws = makeWorkers(1);
+    for (let i = 0; i < 200; i++) pick(policy, ws, `prompt ${i} ${word(30)}`);
+    expect(await metricValue(metrics, 'vllm_router_tree_size', { worker: 'w0' })).toBeLessThanOrEqual(2_000);
+  });
+});
