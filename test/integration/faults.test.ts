@@ -96,3 +96,67 @@ describe('faults over loopback', () => {
     for (const w of stack.router.fleet.listWorkers()) expect(w.circuit).toBe('closed');
   });
 });
+
+describe('a slow engine over loopback', () => {
+  it('engine A with TTFT 600 ms, B with 5 ms, shared prompt: most traffic goes to B', async () => {
+    const { startSimEngine } = await import('../../src/sim/node.ts');
+    const { startNodeRouter } = await import('../../src/adapters/node/server.ts');
+    const { testConfig } = await import('../support/harness.ts');
+    const slow = await startSimEngine({
+      id: 'slow',
+      host: '127.0.0.1',
+      port: 0,
+      ttftMs: 600,
+      itlMs: 1,
+      tokens: 4,
+    });
+    const fast = await startSimEngine({
+      id: 'fast',
+      host: '127.0.0.1',
+      port: 0,
+      ttftMs: 5,
+      itlMs: 1,
+      tokens: 4,
+    });
+    // The slow engine comes first and holds the shared prompt in the prefix tree; the fast one joins.
+    const router = await startNodeRouter(
+      testConfig([slow.url], { policy: { name: 'cache_aware' }, workers: { models: ['sim-model'] } }),
+      { logSink: () => {} },
+    );
+    try {
+      const warm = await fetch(`${router.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: chat('Warm-up'),
+      });
+      expect(warm.headers.get('x-routed-worker-id')).toBe(slow.url);
+      await warm.arrayBuffer();
+      const added = await fetch(`${router.url}/add_worker?url=${encodeURIComponent(fast.url)}`, {
+        method: 'POST',
+      });
+      expect(added.status).toBe(201);
+      const served: string[] = [];
+      for (let round = 0; round < 10; round++) {
+        const batch = await Promise.all(
+          Array.from({ length: 4 }, async (_, i) => {
+            const res = await fetch(`${router.url}/v1/chat/completions`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: chat(`Round ${round}, question ${i}`, i % 2 === 0),
+            });
+            expect(res.status).toBe(200);
+            await res.arrayBuffer();
+            return res.headers.get('x-routed-worker-id') as string;
+          }),
+        );
+        served.push(...batch);
+      }
+      const onSlow = served.filter((id) => id === slow.url).length;
+      expect(onSlow / served.length).toBeLessThan(0.3);
+    } finally {
+      await router.close(0);
+      await slow.close();
+      await fast.close();
+    }
+  });
+});
