@@ -111,7 +111,10 @@ export interface AttemptOutcome {
   retryAfterMs?: number;
   /** Milliseconds from sending the attempt to its first response byte (the whole body when buffered). */
   firstByteMs?: number;
-  /** The attempt was abandoned because its worker made no progress while other workers did. */
+  /**
+   * The worker is not delivering: the attempt was abandoned because its worker made no progress
+   * while other workers did, or its answer broke off after the status. Keep new requests off it a while.
+   */
   stalled?: boolean;
 }
 

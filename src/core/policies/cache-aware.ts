@@ -9,11 +9,11 @@
  *   3. Insert the text for the worker finally chosen, so hot prefixes replicate where they spill.
  * The tree holds at most --max-tree-bytes of estimated memory (tree-memory.ts: node objects, maps,
  * timestamps and labels, not just characters) and at most --max-tree-size characters (vLLM
- * Router's bound): on overflow of either, and every --eviction-interval seconds on the injected
- * clock (checked on use, no timer), least-recently-used leaves are evicted down to 90 % of both
- * limits, so overflow evictions stay rare and amortised. A text longer than a sixteenth of
- * --max-tree-bytes in characters (an eighth of the tree at two bytes per character) is matched
- * and inserted by that prefix only, so one huge prompt cannot flush the tree.
+ * Router's bound). On overflow of either, least-recently-used leaves are evicted until the tree is
+ * back within both (O(1) per leaf, a leaf or two per insert); every --eviction-interval seconds on
+ * the injected clock (checked on use, no timer), down to 90 % of both. A text longer than a
+ * sixteenth of --max-tree-bytes in characters (an eighth of the tree at two bytes per character)
+ * is matched and inserted by that prefix only, so one huge prompt cannot flush the tree.
  * Requests without routing text go to the least-loaded worker and leave the tree alone.
  * Metrics: vllm_router_tree_size{worker} (characters held per worker, as vLLM Router) and
  * vllm_router_tree_bytes{pool} (the estimate the bound applies to).
@@ -24,7 +24,7 @@ import { addGaugeSource, cacheCounters } from './policy-metrics.ts';
 import { RadixTree } from './radix-tree.ts';
 import { TieBreaker } from './tie-break.ts';
 
-/** Eviction brings the tree down to this fraction of --max-tree-bytes and --max-tree-size. */
+/** The periodic eviction brings the tree down to this fraction of --max-tree-bytes and --max-tree-size. */
 export const EVICTION_LOW_WATER = 0.9;
 /** Characters of one text the tree tracks, per byte of --max-tree-bytes. */
 const TRACKED_CHARS_PER_BYTE = 1 / 16;
@@ -96,7 +96,7 @@ export function createCacheAware(ctx: PolicyContext): Policy {
       }
       chosen = spill(candidates, chosen);
       tree.insert(text, chosen.id, now);
-      if (tree.bytes > maxTreeBytes || tree.size > maxTreeSize) tree.evict(lowChars, lowBytes);
+      tree.evict(maxTreeSize, maxTreeBytes);
       return chosen;
     },
     onWorkerRemoved(workerId: string) {

@@ -1,17 +1,20 @@
 /**
  * The approximate prefix cache of one pool: a character radix tree whose nodes record which workers
- * (tenants) were sent a prompt through them, and when. Labels are flat copies (see `ownCopy`),
+ * (tenants) were sent a prompt through them, and when. Labels are flat copies (`ownCopy`),
  * so a node never keeps a whole request text alive. Matching compares whole labels as strings (a
  * memory compare) and bisects only where the text diverges.
  *
  * Two sizes are kept, both exact sums updated on every change: `size`, the characters held (what
  * vLLM Router's --max-tree-size counts), and `bytes`, the estimated memory of every node, label,
- * map and timestamp (tree-memory.ts), which is what bounds the tree. Eviction removes
- * least-recently-used leaves (a parent whose last child went becomes a leaf in turn) until both
- * are within their targets; one pass costs O(n log n) for n nodes, and the caller evicts to a low
- * water mark, so it runs once per ~10 % of the bound inserted: amortised O(log n) per insert.
+ * map and timestamp (tree-memory.ts), which is what bounds the tree.
+ *
+ * Every node but the root sits in a recency list, oldest first. An insert moves the nodes it went
+ * through to the newest end, deepest first, so a node is always newer than its descendants and the
+ * oldest node is always a leaf. Eviction removes the oldest leaf until both sizes are within their
+ * targets (a parent whose last child went becomes a leaf, already in its place): O(1) per node
+ * evicted, O(depth) per insert, no scan of the tree.
  */
-import { LeafHeap } from './leaf-heap.ts';
+import { commonLength, ownCopy } from './tree-labels.ts';
 import { CHILD_MAP_BYTES, labelBytes, NODE_BYTES, TENANT_BYTES } from './tree-memory.ts';
 
 interface Node {
@@ -21,7 +24,9 @@ interface Node {
   children: Map<number, Node> | null;
   /** Tenant → last time it was sent a prompt through this node. */
   tenants: Map<string, number>;
-  lastAccess: number;
+  /** Neighbours in the recency list (null at its ends, and for the root, which is not in it). */
+  older: Node | null;
+  newer: Node | null;
 }
 
 export interface PrefixMatch {
@@ -34,41 +39,12 @@ export interface PrefixMatch {
 /** What the tree holds, counted structure by structure (tests and the memory benchmark). */
 export interface TreeStats {
   nodes: number;
+  /** Nodes in the recency list (always `nodes`). */
+  listed: number;
   innerNodes: number;
   tenantEntries: number;
   chars: number;
   bytes: number;
-}
-
-/**
- * A copy of `s` that does not share memory with the string it was sliced from. In V8 a slice of
- * 13+ characters is a view that keeps its whole parent alive (a 100 kB prompt for a 20-character
- * label); slicing a fresh concatenation copies the characters into a string of their own.
- */
-export function ownCopy(s: string): string {
-  return s.length < 13 ? s : ` ${s}`.slice(1);
-}
-
-/**
- * Length of the common prefix of `label` and `text` from `pos`. Slices are views and `===` on
- * flat strings is a memory compare, tens of times faster than a character loop (or `startsWith`)
- * on long prompts; a divergence inside a label is found by bisection.
- */
-function commonLength(label: string, text: string, pos: number): number {
-  const max = Math.min(label.length, text.length - pos);
-  if (text.slice(pos, pos + max) === (max === label.length ? label : label.slice(0, max))) return max;
-  let lo = 0; // label[0, lo) matches
-  let hi = max - 1; // label[0, hi + 1) does not
-  while (lo < hi) {
-    if (hi - lo < 32) {
-      while (lo < hi && label.charCodeAt(lo) === text.charCodeAt(pos + lo)) lo++;
-      return lo;
-    }
-    const mid = (lo + hi + 1) >>> 1;
-    if (text.slice(pos, pos + mid) === label.slice(0, mid)) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
 }
 
 /** The memory of a node without its tenants and children map. */
@@ -78,12 +54,14 @@ function nodeBytes(n: Node): number {
 
 export class RadixTree {
   private root: Node = RadixTree.emptyRoot();
+  private oldest: Node | null = null;
+  private newest: Node | null = null;
   private chars = 0;
   private estimate = 0;
   private readonly perTenant = new Map<string, number>();
 
   private static emptyRoot(): Node {
-    return { label: '', parent: null, children: null, tenants: new Map(), lastAccess: 0 };
+    return { label: '', parent: null, children: null, tenants: new Map(), older: null, newer: null };
   }
 
   /** Characters held by the tree. */
@@ -128,8 +106,8 @@ export class RadixTree {
 
   /** Records that `tenant` was sent `text` at time `now`. */
   insert(text: string, tenant: string, now: number): void {
+    const path: Node[] = [];
     let node = this.root;
-    node.lastAccess = now;
     let pos = 0;
     while (pos < text.length) {
       const children = this.childrenOf(node);
@@ -137,19 +115,23 @@ export class RadixTree {
       let child = children.get(first);
       if (!child) {
         const label = ownCopy(text.slice(pos));
-        child = { label, parent: node, children: null, tenants: new Map(), lastAccess: now };
+        child = { label, parent: node, children: null, tenants: new Map(), older: null, newer: null };
         children.set(first, child);
         this.chars += label.length;
         this.estimate += nodeBytes(child);
         this.touch(child, tenant, now);
-        return;
+        path.push(child);
+        break;
       }
       const common = commonLength(child.label, text, pos);
       if (common < child.label.length) child = this.split(child, common);
       this.touch(child, tenant, now);
+      path.push(child);
       pos += child.label.length;
       node = child;
     }
+    // Deepest first: each node ends up newer than every node below it.
+    for (let i = path.length - 1; i >= 0; i--) this.makeNewest(path[i] as Node);
   }
 
   /**
@@ -157,24 +139,11 @@ export class RadixTree {
    * estimated bytes remain.
    */
   evict(targetChars: number, targetBytes = Number.POSITIVE_INFINITY): void {
-    const over = () => this.chars > targetChars || this.estimate > targetBytes;
-    if (!over()) return;
-    const heap = new LeafHeap<Node>();
-    const stack: Node[] = [this.root];
-    while (stack.length > 0) {
-      const n = stack.pop() as Node;
-      if (!n.children || n.children.size === 0) {
-        if (n !== this.root) heap.push(n);
-      } else {
-        for (const c of n.children.values()) stack.push(c);
-      }
-    }
-    while (over()) {
-      const leaf = heap.pop();
-      if (!leaf) break;
-      const parent = leaf.parent as Node;
-      this.detach(leaf);
-      if (parent !== this.root && parent.children === null) heap.push(parent);
+    while ((this.chars > targetChars || this.estimate > targetBytes) && this.oldest) {
+      const leaf = this.oldest;
+      // Always a leaf (see the recency list above); a subtree would go whole.
+      if (leaf.children) this.detachSubtree(leaf);
+      else this.detach(leaf);
     }
   }
 
@@ -197,6 +166,8 @@ export class RadixTree {
 
   clear(): void {
     this.root = RadixTree.emptyRoot();
+    this.oldest = null;
+    this.newest = null;
     this.chars = 0;
     this.estimate = 0;
     this.perTenant.clear();
@@ -204,7 +175,8 @@ export class RadixTree {
 
   /** Counts every structure by walking the tree (O(n): for tests and benchmarks only). */
   stats(): TreeStats {
-    const out: TreeStats = { nodes: 0, innerNodes: 0, tenantEntries: 0, chars: 0, bytes: 0 };
+    const out: TreeStats = { nodes: 0, listed: 0, innerNodes: 0, tenantEntries: 0, chars: 0, bytes: 0 };
+    for (let n = this.oldest; n; n = n.newer) out.listed++;
     const stack: Node[] = [this.root];
     while (stack.length > 0) {
       const n = stack.pop() as Node;
@@ -235,10 +207,28 @@ export class RadixTree {
       this.estimate += TENANT_BYTES;
     }
     n.tenants.set(tenant, now);
-    n.lastAccess = now;
   }
 
-  /** Splits `n` after `at` characters; returns the new upper node (same tenants). */
+  /** Moves `n` (listed or not yet) to the newest end of the recency list. */
+  private makeNewest(n: Node): void {
+    if (this.newest === n) return;
+    this.unlist(n);
+    n.older = this.newest;
+    if (this.newest) this.newest.newer = n;
+    else this.oldest = n;
+    this.newest = n;
+  }
+
+  private unlist(n: Node): void {
+    if (n.older) n.older.newer = n.newer;
+    else if (this.oldest === n) this.oldest = n.newer;
+    if (n.newer) n.newer.older = n.older;
+    else if (this.newest === n) this.newest = n.older;
+    n.older = null;
+    n.newer = null;
+  }
+
+  /** Splits `n` after `at` characters; returns the new upper node (same tenants, listed by the caller). */
   private split(n: Node, at: number): Node {
     const parent = n.parent as Node;
     const upper: Node = {
@@ -246,7 +236,8 @@ export class RadixTree {
       parent,
       children: new Map(),
       tenants: new Map(n.tenants),
-      lastAccess: n.lastAccess,
+      older: null,
+      newer: null,
     };
     this.estimate -= labelBytes(n.label);
     n.label = ownCopy(n.label.slice(at));
@@ -269,6 +260,7 @@ export class RadixTree {
       }
     }
     n.parent = null;
+    this.unlist(n);
     const len = n.label.length;
     this.chars -= len;
     this.estimate -= nodeBytes(n) + n.tenants.size * TENANT_BYTES;

@@ -4,24 +4,24 @@
  * weigh far more than the few characters a distinct prompt adds.
  *
  * The constants are V8's 64-bit layout without pointer compression (Node, Deno), measured with
- * `npm run bench:tree-memory` (heapUsed after a forced GC, before and after inserting 100k-200k
- * prompts of several shapes; docs/benchmarks.md has the run). The estimate is within a few percent
- * of the measured heap there; with pointer compression (workerd) it overestimates, which only
- * makes the tree smaller than it could be.
+ * `npm run bench:tree-memory` (heapUsed after a forced GC, before and after inserting 100k prompts
+ * of six shapes, then a least-squares fit; docs/benchmarks.md has the run): the estimate is within
+ * -6 % (CJK text, whose ASCII parts V8 still stores two bytes wide) to +5 % of the measured heap.
+ * With pointer compression (workerd) it overestimates, which only makes the tree smaller.
  */
 
 /**
- * One node: the object (5 fields), the box of its last-access time, its tenants map (an empty
- * JS Map with its backing table) and its entry in the parent's children map.
+ * One node: the object (6 fields: label, parent, children, tenants, two recency links), its tenants
+ * map (an empty JS Map with its backing table) and its entry in the parent's children map.
  */
-export const NODE_BYTES = 300;
+export const NODE_BYTES = 288;
 /** One tenant of a node: its slot in the tenants map and the box of its timestamp. */
-export const TENANT_BYTES = 48;
+export const TENANT_BYTES = 52;
 /** The children map of an inner node (created with its first child; each child pays its entry). */
-export const CHILD_MAP_BYTES = 128;
+export const CHILD_MAP_BYTES = 132;
 /** A flat string's header (map word, hash, length). */
 const STRING_HEADER = 16;
-/** The sliced-string header a label of 13+ characters carries (see `ownCopy` in radix-tree.ts). */
+/** The sliced-string header a label of 13+ characters carries (see `ownCopy` in tree-labels.ts). */
 const SLICED_HEADER = 32;
 /** Labels with a character above U+00FF are stored two bytes per character. */
 const WIDE = /[\u0100-\uffff]/;

@@ -89,7 +89,7 @@ async function failedSend(
   }
   if (tracker.abandoned) return abandoned(run, worker, lease, tracker);
   if (err instanceof UpstreamBodyError) {
-    await run.settle(worker, lease, { kind: 'failure', status: err.status });
+    await run.settle(worker, lease, { kind: 'failure', status: err.status, stalled: true });
     const message = `the response of worker ${worker.id} broke after its status: ${err.message}`;
     return errorNext(new RouterError('upstream_body_error', message, { cause: err }), { kind: 'failure' });
   }
@@ -151,7 +151,7 @@ export async function firstByteStep(run: AttemptRun, a: Answered, outcome: Attem
     ex.ctx.stalls.end(tracker);
     if (ex.clientGone || ex.timedOut)
       return failedSend(run, { worker, lease, tracker }, read.ok ? undefined : read.error);
-    await run.settle(worker, lease, { kind: 'failure', status: res.status });
+    await run.settle(worker, lease, { kind: 'failure', status: res.status, stalled: true });
     const message = `the stream of worker ${worker.id} broke before its first chunk`;
     return errorNext(new RouterError('upstream_body_error', message), { kind: 'failure' });
   }

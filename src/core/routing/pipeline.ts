@@ -111,7 +111,10 @@ function streamFailed(ex: Exchange, status: number, error: unknown): void {
     worker,
     error: streamErrorMessage(ex) + (error instanceof Error ? `: ${error.message}` : ''),
   });
-  const outcome: AttemptOutcome = { kind: 'failure', status };
+  // A broken answer keeps new requests off the engine a while (unless our own deadline cut it).
+  const outcome: AttemptOutcome = ex.timedOut
+    ? { kind: 'failure', status }
+    : { kind: 'failure', status, stalled: true };
   ex.finish(status, outcome, 'upstream_stream_error');
 }
 

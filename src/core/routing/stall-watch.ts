@@ -139,7 +139,7 @@ export class StallWatch {
     for (const [id, w] of this.workers) {
       if (!this.silentTooLong(w, now)) continue;
       const first = oldest(w.waiting) as AttemptTracker;
-      const window = this.threshold(first.stream);
+      const window = this.windowFor(w);
       if (this.othersProgressed(id, now - window)) {
         for (const t of [...w.waiting]) this.abandon(t, 'stalled');
       } else if (w.waiting.size >= 2 && now - w.canaryAt > window) {
@@ -151,10 +151,21 @@ export class StallWatch {
     }
   }
 
+  /** The smallest threshold among the classes of the worker's waiting attempts. */
+  private windowFor(w: WorkerProgress): number {
+    let stream = false;
+    let plain = false;
+    for (const t of w.waiting) {
+      if (t.stream) stream = true;
+      else plain = true;
+      if (stream && plain) break;
+    }
+    return Math.min(stream ? this.threshold(true) : Infinity, plain ? this.threshold(false) : Infinity);
+  }
+
   private silentTooLong(w: WorkerProgress, now: number): boolean {
-    const first = oldest(w.waiting);
-    if (!first) return false;
-    return now - w.silentSince > this.threshold(first.stream);
+    if (w.waiting.size === 0) return false;
+    return now - w.silentSince > this.windowFor(w);
   }
 
   private othersProgressed(id: string, since: number): boolean {

@@ -64,12 +64,44 @@ describe('prefix tree memory estimate', () => {
       if (i % 1000 === 999) t.removeTenant('w1');
       if (i % 100 === 0) expect(t.stats().bytes).toBe(t.bytes);
     }
-    expect(t.stats().bytes).toBe(t.bytes);
+    const stats = t.stats();
+    expect(stats.bytes).toBe(t.bytes);
+    expect(stats.listed).toBe(stats.nodes);
     t.removeTenant('w0');
     t.removeTenant('w1');
     t.removeTenant('w2');
     expect(t.bytes).toBe(0);
     expect(t.size).toBe(0);
+  });
+
+  it('evicts by recency without a scan: a recently used path survives, inner nodes go after their leaves', () => {
+    const t = new RadixTree();
+    const shared = 'system: the shared prompt of every conversation. ';
+    for (let i = 0; i < 200; i++) t.insert(`${shared}user ${i}: ${word(30)}`, 'a', i);
+    const recent = `${shared}user 0: the newest turn`;
+    t.insert(recent, 'a', 1000); // touches the shared prefix and the `user ` inner nodes again
+    const oneLeaf = NODE_BYTES + TENANT_BYTES + CHILD_MAP_BYTES + 200;
+    t.evict(Number.POSITIVE_INFINITY, oneLeaf * 3);
+    expect(t.match(recent, all).matched).toBe(recent.length);
+    const s = t.stats();
+    expect(s.listed).toBe(s.nodes);
+    expect(s.bytes).toBe(t.bytes);
+    expect(t.bytes).toBeLessThanOrEqual(oneLeaf * 3);
+  });
+
+  it('keeps each inner node newer than its children: the shared prefix outlives its leaves', () => {
+    const t = new RadixTree();
+    t.insert('shared prefix / first question', 'a', 1);
+    t.insert('shared prefix / second question', 'a', 2);
+    t.insert('another prompt entirely, newest of all', 'a', 3);
+    // Two evictions: the oldest leaf, then the next oldest, which must be the other leaf, not the
+    // inner node above it (that would take the newer leaf with it).
+    const prefixOnly = new RadixTree();
+    prefixOnly.insert('shared prefix / ', 'a', 0);
+    prefixOnly.insert('another prompt entirely, newest of all', 'a', 0);
+    t.evict(Number.POSITIVE_INFINITY, prefixOnly.bytes);
+    expect(t.match('shared prefix / second question', all).matched).toBe('shared prefix / '.length);
+    expect(t.match('another prompt entirely, newest of all', all).matched).toBe(38);
   });
 
   it('evicts least-recently-used leaves by estimated bytes, whatever the character count', () => {
