@@ -130,7 +130,7 @@ console.log(
   `node ${process.version}, ${PROMPTS} prompts per workload; constants: node ${NODE_BYTES}, tenant ${TENANT_BYTES}, children map ${CHILD_MAP_BYTES}`,
 );
 console.log(
-  '| workload | nodes | inner | tenant entries | chars | heap measured (MB) | B/prompt measured | B/prompt estimated | estimate / measured |',
+  '| workload | nodes | inner | tenant entries | chars | heap measured (MiB) | B/prompt measured | B/prompt estimated | estimate / measured |',
 );
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {

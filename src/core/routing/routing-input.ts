@@ -13,9 +13,12 @@
  *   x-trace-id), which would make every request a new session.
  * With `sessionKey` (--session-key K, production-stack session routing) header K, then body
  * field K (a dotted path reaches nested fields), comes first for both keys.
+ * The text is capped at MAX_ROUTING_TEXT_CHARS without copying what lies past it, and a prompt
+ * batch nested deeper than MAX_PROMPT_DEPTH is a 400 (the walk is bounded, never a stack overflow).
  */
 import { RouterError } from '../contracts/errors.ts';
 import type { PolicyNeeds } from '../policies/policy.ts';
+import { CappedText } from './capped-text.ts';
 
 export interface RoutingInput {
   text?: string;
@@ -75,43 +78,38 @@ function firstKey(
 }
 
 /** Text parts of message content: a string, or an array of parts ({text}, {type:'text',text}, strings). */
-function contentText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) {
-    const parts: string[] = [];
+function contentText(content: unknown, out: CappedText): void {
+  if (typeof content === 'string') out.add(content);
+  else if (Array.isArray(content)) {
     for (const p of content) {
-      if (typeof p === 'string') parts.push(p);
-      else if (isObject(p) && typeof p.text === 'string') parts.push(p.text);
+      if (typeof p === 'string') out.add(p);
+      else if (isObject(p) && typeof p.text === 'string') out.add(p.text);
     }
-    return parts.join('');
-  }
-  if (isObject(content) && typeof content.text === 'string') return content.text;
-  return '';
+  } else if (isObject(content) && typeof content.text === 'string') out.add(content.text);
 }
 
-function toolCallsText(calls: unknown): string {
-  if (!Array.isArray(calls)) return '';
-  const parts: string[] = [];
+function toolCallsText(calls: unknown, out: CappedText): void {
+  if (!Array.isArray(calls)) return;
   for (const c of calls) {
     const fn = isObject(c) && isObject(c.function) ? c.function : undefined;
     if (!fn) continue;
     const name = typeof fn.name === 'string' ? fn.name : '';
     const args = typeof fn.arguments === 'string' ? fn.arguments : '';
-    parts.push(` ${name}(${args})`);
+    out.add(` ${name}(`, args, ')');
   }
-  return parts.join('');
 }
 
-function chatText(messages: unknown): string {
-  if (!Array.isArray(messages)) return '';
+function chatText(messages: unknown, out: CappedText): void {
+  if (!Array.isArray(messages)) return;
   // Parts joined once: a flat string (repeated `+=` builds a rope, slower to scan).
-  const parts: string[] = [];
   for (const m of messages) {
+    if (out.room <= 0) return;
     if (!isObject(m)) continue;
-    const role = typeof m.role === 'string' ? m.role : '';
-    parts.push(`${role}: `, contentText(m.content), toolCallsText(m.tool_calls), '\n');
+    out.add(`${typeof m.role === 'string' ? m.role : ''}: `);
+    contentText(m.content, out);
+    toolCallsText(m.tool_calls, out);
+    out.add('\n');
   }
-  return parts.join('');
 }
 
 /**
@@ -121,40 +119,48 @@ function chatText(messages: unknown): string {
 export const MAX_PROMPT_DEPTH = 8;
 
 /** A prompt: a string, token ids, or a batch of either (joined by newlines). */
-function promptText(prompt: unknown, field: string, depth = 1): string {
-  if (typeof prompt === 'string') return prompt;
-  if (!Array.isArray(prompt)) return '';
-  if (depth > MAX_PROMPT_DEPTH) {
-    throw new RouterError(
-      'invalid_request',
-      `\`${field}\` nests arrays more than ${MAX_PROMPT_DEPTH} levels deep`,
-      {
-        param: field,
-      },
-    );
+function promptText(prompt: unknown, field: string, out: CappedText, depth = 1): void {
+  if (typeof prompt === 'string') {
+    out.add(prompt);
+    return;
   }
-  if (prompt.every((p) => typeof p === 'number')) return prompt.join(' ');
-  return prompt.map((p) => promptText(p, field, depth + 1)).join('\n');
+  if (!Array.isArray(prompt)) return;
+  if (depth > MAX_PROMPT_DEPTH) {
+    const message = `\`${field}\` nests arrays more than ${MAX_PROMPT_DEPTH} levels deep`;
+    throw new RouterError('invalid_request', message, { param: field });
+  }
+  if (prompt.every((p) => typeof p === 'number')) {
+    // An id and its separator take two characters at least: never join more ids than fit.
+    const fit = Math.ceil(out.room / 2) + 1;
+    out.add((prompt.length > fit ? prompt.slice(0, fit) : prompt).join(' '));
+    return;
+  }
+  for (let i = 0; i < prompt.length && out.room > 0; i++) {
+    if (i > 0) out.add('\n');
+    promptText(prompt[i], field, out, depth + 1);
+  }
 }
 
-/** Responses API `input`: a string, or items (messages with content parts, tool outputs). */
-function responsesText(body: Json): string {
-  const instructions = typeof body.instructions === 'string' ? `${body.instructions}\n` : '';
+/** One Responses API input item: a string, a message with content parts, or a tool call or output. */
+function responseItem(item: unknown, out: CappedText): void {
+  if (typeof item === 'string') out.add(item, '\n');
+  else if (!isObject(item)) return;
+  else if ('content' in item) {
+    out.add(typeof item.role === 'string' ? `${item.role}: ` : '');
+    contentText(item.content, out);
+    out.add('\n');
+  } else if (typeof item.output === 'string') out.add('tool: ', item.output, '\n');
+  else if (typeof item.arguments === 'string') out.add(String(item.name ?? ''), '(', item.arguments, ')\n');
+  else if (typeof item.text === 'string') out.add(item.text, '\n');
+}
+
+/** Responses API: `instructions`, then `input`: a string, or items. */
+function responsesText(body: Json, out: CappedText): void {
+  if (typeof body.instructions === 'string') out.add(body.instructions, '\n');
   const input = body.input;
-  if (typeof input === 'string') return instructions + input;
-  if (!Array.isArray(input)) return instructions;
-  const out: string[] = [instructions];
-  for (const item of input) {
-    if (typeof item === 'string') out.push(item, '\n');
-    else if (!isObject(item)) continue;
-    else if ('content' in item) {
-      out.push(typeof item.role === 'string' ? `${item.role}: ` : '', contentText(item.content), '\n');
-    } else if (typeof item.output === 'string') out.push('tool: ', item.output, '\n');
-    else if (typeof item.arguments === 'string')
-      out.push(String(item.name ?? ''), '(', item.arguments, ')\n');
-    else if (typeof item.text === 'string') out.push(item.text, '\n');
-  }
-  return out.join('');
+  if (typeof input === 'string') out.add(input);
+  if (!Array.isArray(input)) return;
+  for (let i = 0; i < input.length && out.room > 0; i++) responseItem(input[i], out);
 }
 
 export type RouteKind = 'chat' | 'completions' | 'generate' | 'responses' | 'other';
@@ -168,24 +174,34 @@ export function routeKind(route: string): RouteKind {
   return 'other';
 }
 
+function generateText(body: Json, out: CappedText): void {
+  if (typeof body.text === 'string' || Array.isArray(body.text)) promptText(body.text, 'text', out);
+  else if (body.prompt !== undefined) promptText(body.prompt, 'prompt', out);
+  else promptText(body.input_ids, 'input_ids', out);
+}
+
+/** Other routes: the first of messages / prompt / input / text found. */
+function otherText(body: Json, out: CappedText): void {
+  if (Array.isArray(body.messages)) chatText(body.messages, out);
+  else if (body.prompt !== undefined) promptText(body.prompt, 'prompt', out);
+  else if (body.input !== undefined) responsesText(body, out);
+  else promptText(body.text, 'text', out);
+}
+
+function collectText(body: Json, route: string, out: CappedText): void {
+  const kind = routeKind(route);
+  if (kind === 'chat') chatText(body.messages, out);
+  else if (kind === 'completions') promptText(body.prompt, 'prompt', out);
+  else if (kind === 'generate') generateText(body, out);
+  else if (kind === 'responses') responsesText(body, out);
+  else otherText(body, out);
+}
+
+/** The routing text of a request body, at most MAX_ROUTING_TEXT_CHARS characters (capped-text.ts). */
 export function routingText(body: Json, route: string): string {
-  switch (routeKind(route)) {
-    case 'chat':
-      return chatText(body.messages);
-    case 'completions':
-      return promptText(body.prompt, 'prompt');
-    case 'generate':
-      if (typeof body.text === 'string' || Array.isArray(body.text)) return promptText(body.text, 'text');
-      if (body.prompt !== undefined) return promptText(body.prompt, 'prompt');
-      return promptText(body.input_ids, 'input_ids');
-    case 'responses':
-      return responsesText(body);
-    default:
-      if (Array.isArray(body.messages)) return chatText(body.messages);
-      if (body.prompt !== undefined) return promptText(body.prompt, 'prompt');
-      if (body.input !== undefined) return responsesText(body);
-      return promptText(body.text, 'text');
-  }
+  const out = new CappedText();
+  collectText(body, route, out);
+  return out.text();
 }
 
 export function extractRoutingInput(
