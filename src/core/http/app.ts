@@ -9,7 +9,7 @@ import { errorResponse, RouterError } from '../contracts/errors.ts';
 import { createInstruments } from '../observability/instruments.ts';
 import { RetryBudget } from '../resilience/retry-budget.ts';
 import type { PipelineContext, RouterDeps } from '../routing/context.ts';
-import { type StallSettings, StallWatch } from '../routing/stall-watch.ts';
+import { StallWatch, stallSettings } from '../routing/stall-watch.ts';
 import { registerAdminRoutes } from './admin.ts';
 import { Admission } from './admission.ts';
 import { registerInferenceRoutes } from './inference.ts';
@@ -18,18 +18,6 @@ import { registerPublicRoutes } from './routes.ts';
 export interface AppOptions {
   /** Probes newly added workers at once (the root's `refreshWorkers`). */
   refreshWorkers(urls: string[]): Promise<void>;
-}
-
-function stallSettings(config: RouterConfig): StallSettings {
-  const { stall, attempt } = config;
-  return {
-    disabled: stall.disabled,
-    streamMinMs: stall.streamMinSecs * 1000,
-    minMs: stall.minSecs * 1000,
-    factor: stall.factor,
-    streamFirstByteTimeoutMs: attempt.streamFirstByteTimeoutSecs * 1000,
-    firstByteTimeoutMs: attempt.firstByteTimeoutSecs * 1000,
-  };
 }
 
 function pipelineContext(config: RouterConfig, deps: RouterDeps): PipelineContext {

@@ -18,6 +18,7 @@
  * Threshold = max(the class's minimum, factor × the recent p95 time to first byte of that class).
  * One timer on the injected clock runs the checks while any attempt is waiting.
  */
+import type { RouterConfig } from '../config/schema.ts';
 import { type Clock, type TimerHandle, watchdog } from '../contracts/runtime.ts';
 import { LatencyWindow } from './latency-window.ts';
 
@@ -30,6 +31,19 @@ export interface StallSettings {
   /** Per-attempt first-byte limits (ms, 0 = off). */
   streamFirstByteTimeoutMs: number;
   firstByteTimeoutMs: number;
+}
+
+/** The watch's settings from the config (`stall` and the per-attempt first-byte limits). */
+export function stallSettings(config: RouterConfig): StallSettings {
+  const { stall, attempt } = config;
+  return {
+    disabled: stall.disabled,
+    streamMinMs: stall.streamMinSecs * 1000,
+    minMs: stall.minSecs * 1000,
+    factor: stall.factor,
+    streamFirstByteTimeoutMs: attempt.streamFirstByteTimeoutSecs * 1000,
+    firstByteTimeoutMs: attempt.firstByteTimeoutSecs * 1000,
+  };
 }
 
 /** Why an attempt was abandoned by the watch. */

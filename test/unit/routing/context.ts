@@ -12,7 +12,7 @@ import { createLogger } from '../../../src/core/observability/logger.ts';
 import { MetricsRegistry } from '../../../src/core/observability/metrics.ts';
 import { RetryBudget } from '../../../src/core/resilience/retry-budget.ts';
 import type { PipelineContext, ProxyCall } from '../../../src/core/routing/context.ts';
-import { StallWatch } from '../../../src/core/routing/stall-watch.ts';
+import { StallWatch, stallSettings } from '../../../src/core/routing/stall-watch.ts';
 import { FakeClock, seededRandom } from '../../support/fake-clock.ts';
 
 export interface ScriptedFleet {
@@ -87,14 +87,7 @@ export function testContext(options: {
       clock,
     ),
     timeoutMs: config.server.requestTimeoutSecs * 1000,
-    stalls: new StallWatch(clock, {
-      disabled: config.stall.disabled,
-      streamMinMs: config.stall.streamMinSecs * 1000,
-      minMs: config.stall.minSecs * 1000,
-      factor: config.stall.factor,
-      streamFirstByteTimeoutMs: config.attempt.streamFirstByteTimeoutSecs * 1000,
-      firstByteTimeoutMs: config.attempt.firstByteTimeoutSecs * 1000,
-    }),
+    stalls: new StallWatch(clock, stallSettings(config)),
     idleTimeoutMs: { stream: 0, plain: 0 },
   };
   return { ctx, clock, metrics };

@@ -1,0 +1,87 @@
+/** The stall watch on the fake clock: suspects, stalls, canaries and first-byte limits. */
+import { describe, expect, it } from 'vitest';
+import { type StallSettings, StallWatch } from '../../../src/core/routing/stall-watch.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
+
+const settings = (over: Partial<StallSettings> = {}): StallSettings => ({
+  disabled: false,
+  streamMinMs: 5000,
+  minMs: 30_000,
+  factor: 4,
+  streamFirstByteTimeoutMs: 0,
+  firstByteTimeoutMs: 0,
+  ...over,
+});
+
+describe('StallWatch', () => {
+  it('a silent engine with streams waiting becomes a suspect after 5 s, then stalled once another engine answers', () => {
+    const clock = new FakeClock();
+    const watch = new StallWatch(clock, settings());
+    const a1 = watch.begin('a', true);
+    const a2 = watch.begin('a', false);
+    clock.advance(4000);
+    expect(watch.suspects()).toEqual([]);
+    clock.advance(1500);
+    expect(watch.suspects()).toEqual(['a']);
+    const b = watch.begin('b', true);
+    watch.firstByte(b); // b is alive
+    watch.check();
+    expect(a1.abandoned).toBe('stalled');
+    expect(a2.abandoned).toBe('stalled'); // every waiting attempt of a stalled engine
+    expect(a1.controller.signal.aborted).toBe(true);
+    expect(watch.suspects()).toEqual([]);
+  });
+
+  it('with nobody else making progress, moves one attempt (a canary) per threshold, only when two or more wait', () => {
+    const clock = new FakeClock();
+    const watch = new StallWatch(clock, settings());
+    const lone = watch.begin('a', true);
+    clock.advance(10_000);
+    expect(lone.abandoned).toBeUndefined(); // a single long request is not a hang
+    const second = watch.begin('a', true);
+    clock.advance(1000); // the periodic check runs
+    expect(lone.abandoned).toBe('canary');
+    expect(second.abandoned).toBeUndefined();
+    clock.advance(1000);
+    expect(second.abandoned).toBeUndefined(); // at most one canary per threshold
+  });
+
+  it('progress on a stream keeps its engine clear', () => {
+    const clock = new FakeClock();
+    const watch = new StallWatch(clock, settings());
+    const waiting = watch.begin('a', true);
+    for (let i = 0; i < 10; i++) {
+      clock.advance(1000);
+      watch.progress('a'); // another answer of the same engine streams on
+    }
+    expect(watch.suspects()).toEqual([]);
+    expect(waiting.abandoned).toBeUndefined();
+    watch.end(waiting);
+  });
+
+  it('non-streaming attempts wait 30 s (or factor × the p95 time to first byte) before suspicion', () => {
+    const clock = new FakeClock();
+    const watch = new StallWatch(clock, settings());
+    for (let i = 0; i < 20; i++) {
+      const t = watch.begin('b', false);
+      clock.advance(10_000); // answers take 10 s here: the threshold becomes 4 × 10 s
+      watch.firstByte(t);
+    }
+    watch.begin('a', false);
+    clock.advance(35_000);
+    expect(watch.suspects()).toEqual([]);
+    clock.advance(6000);
+    expect(watch.suspects()).toEqual(['a']);
+  });
+
+  it('abandons an attempt past its first-byte limit; disabled detection still honours the limit', () => {
+    const clock = new FakeClock();
+    const watch = new StallWatch(clock, settings({ disabled: true, streamFirstByteTimeoutMs: 3000 }));
+    const t = watch.begin('a', true);
+    clock.advance(2000);
+    expect(t.abandoned).toBeUndefined();
+    clock.advance(1000);
+    expect(t.abandoned).toBe('first_byte_timeout');
+    expect(clock.pendingTimers).toBe(0); // the check timer stops when nothing waits
+  });
+});
