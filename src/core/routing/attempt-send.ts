@@ -44,15 +44,6 @@ async function send(run: AttemptRun, worker: RoutedWorker, signal: AbortSignal):
   }
 }
 
-/** The attempt's own signal: aborted by the exchange (client gone, deadline) or by the stall watch. */
-function attemptSignal(run: AttemptRun, tracker: AttemptTracker): AbortSignal {
-  const parent = run.ex.signal;
-  const own = tracker.controller;
-  if (parent.aborted) own.abort(parent.reason);
-  else parent.addEventListener('abort', () => own.abort(parent.reason), { once: true });
-  return own.signal;
-}
-
 /** The stall watch gave up on this attempt: record it, exclude the worker, try elsewhere. */
 async function abandoned(run: AttemptRun, worker: RoutedWorker, lease: number, tracker: AttemptTracker) {
   const { ex } = run;
@@ -115,7 +106,8 @@ export async function sendStep(run: AttemptRun, worker: RoutedWorker, lease: num
   ex.worker = worker;
   const tracker = watch.begin(worker.id, run.leg.stream === true);
   try {
-    const res = await send(run, worker, attemptSignal(run, tracker));
+    tracker.onAbandon = () => ex.abandonAttempt();
+    const res = await send(run, worker, ex.signal);
     const answered: Answered = { worker, lease, res, tracker };
     if (!(res.body instanceof ReadableStream)) answered.firstByteMs = watch.firstByte(tracker);
     return { kind: 'sent', answered };
@@ -145,7 +137,7 @@ export async function firstByteStep(run: AttemptRun, a: Answered, outcome: Attem
   const { worker, lease, res, tracker } = a;
   const body = res.body as ReadableStream<Uint8Array>;
   const reader = body.getReader();
-  const read = await readFirst(reader, tracker.controller.signal);
+  const read = await readFirst(reader, ex.signal);
   if (tracker.abandoned && run.buffered) return abandoned(run, worker, lease, tracker);
   if (!read.ok || tracker.abandoned) {
     ex.ctx.stalls.end(tracker);

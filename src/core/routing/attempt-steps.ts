@@ -23,8 +23,11 @@ const errorNext = (error: RouterError): Next => ({ kind: 'done', result: { kind:
 /** One routing call: the leg's input, its hard exclusions, and what it should avoid. */
 async function askFleet(run: AttemptRun, alsoAvoid?: string): Promise<RouteResult | Next> {
   const { ex, leg, exclude } = run;
-  const avoid = [...run.avoid, ...ex.ctx.stalls.suspects()];
-  if (alsoAvoid !== undefined) avoid.push(alsoAvoid);
+  const suspects = ex.ctx.stalls.suspects();
+  const avoid =
+    run.avoid.length === 0 && suspects.length === 0 && alsoAvoid === undefined
+      ? run.avoid
+      : [...run.avoid, ...suspects, ...(alsoAvoid === undefined ? [] : [alsoAvoid])];
   try {
     return await ex.ctx.deps.fleet.route({
       ...leg.input,

@@ -10,10 +10,12 @@ import type { PipelineContext, ProxyCall } from './context.ts';
 
 export const CLIENT_GONE = 'client disconnected';
 export const TIMED_OUT = 'request timeout';
+export const ABANDONED = 'attempt abandoned';
 
 export class Exchange {
   readonly started: number;
-  readonly controller = new AbortController();
+  /** Aborts the current attempt (client gone, deadline, or the attempt abandoned); renewed after an abandon. */
+  private ctl = new AbortController();
   /** Attempts that reached an engine (free stale-connection resends not counted): x-router-attempts. */
   attempts = 0;
   /** Tries against the attempt limit: attempts plus the ones that found no available worker. */
@@ -32,23 +34,38 @@ export class Exchange {
   ) {
     this.started = ctx.deps.clock.monotonic();
     const { clientSignal } = call;
-    if (clientSignal.aborted) this.controller.abort(CLIENT_GONE);
+    if (clientSignal.aborted) this.ctl.abort(CLIENT_GONE);
     else clientSignal.addEventListener('abort', this.onClientAbort);
-    this.timer = ctx.deps.clock.setTimeout(() => this.controller.abort(TIMED_OUT), ctx.timeoutMs);
+    this.timer = ctx.deps.clock.setTimeout(() => this.ctl.abort(TIMED_OUT), ctx.timeoutMs);
   }
 
-  private readonly onClientAbort = () => this.controller.abort(CLIENT_GONE);
+  private readonly onClientAbort = () => this.ctl.abort(CLIENT_GONE);
+
+  get controller(): AbortController {
+    return this.ctl;
+  }
+
+  /**
+   * Gives up the current attempt (the stall watch found it stuck): its engine request is aborted,
+   * and the exchange carries on with a fresh signal for the next attempt. No-op once the client
+   * left or the deadline passed.
+   */
+  abandonAttempt(): void {
+    if (this.ctl.signal.aborted) return;
+    this.ctl.abort(ABANDONED);
+    this.ctl = new AbortController();
+  }
 
   get signal(): AbortSignal {
-    return this.controller.signal;
+    return this.ctl.signal;
   }
 
   get clientGone(): boolean {
-    return this.controller.signal.reason === CLIENT_GONE;
+    return this.ctl.signal.reason === CLIENT_GONE;
   }
 
   get timedOut(): boolean {
-    return this.controller.signal.reason === TIMED_OUT;
+    return this.ctl.signal.reason === TIMED_OUT;
   }
 
   elapsedMs(): number {
@@ -62,7 +79,7 @@ export class Exchange {
   /** Waits `ms` on the injected clock; false if the client left or the deadline passed meanwhile. */
   sleep(ms: number): Promise<boolean> {
     const { clock } = this.ctx.deps;
-    const signal = this.controller.signal;
+    const signal = this.ctl.signal;
     if (signal.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
       const onAbort = () => {

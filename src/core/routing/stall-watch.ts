@@ -50,10 +50,13 @@ export function stallSettings(config: RouterConfig): StallSettings {
 export type AbandonReason = 'stalled' | 'first_byte_timeout' | 'canary';
 
 /** How often the checks run while attempts wait. */
+const NONE: readonly string[] = [];
+
 export const STALL_CHECK_MS = 1000;
 
 export class AttemptTracker {
-  readonly controller = new AbortController();
+  /** Called when the watch abandons the attempt: aborts its engine request. */
+  onAbandon: (() => void) | undefined;
   abandoned: AbandonReason | undefined;
   firstByteAt: number | undefined;
 
@@ -136,13 +139,17 @@ export class StallWatch {
     w.silentSince = now;
   }
 
-  /** Workers new requests should avoid right now (suspects). */
-  suspects(): string[] {
-    if (this.settings.disabled || this.waitingCount === 0) return [];
-    const now = this.clock.monotonic();
+  /** Workers new requests should avoid right now (suspects, as of the latest check: no work per request). */
+  suspects(): readonly string[] {
+    return this.suspected;
+  }
+
+  private suspected: readonly string[] = [];
+
+  private findSuspects(now: number): void {
     const out: string[] = [];
     for (const [id, w] of this.workers) if (this.silentTooLong(w, now)) out.push(id);
-    return out;
+    this.suspected = out.length === 0 ? NONE : out;
   }
 
   /** Runs the checks now (the timer does this every second while attempts wait). */
@@ -150,6 +157,7 @@ export class StallWatch {
     const now = this.clock.monotonic();
     this.abandonOverdue(now);
     if (this.settings.disabled) return;
+    this.findSuspects(now);
     for (const [id, w] of this.workers) {
       if (!this.silentTooLong(w, now)) continue;
       const first = oldest(w.waiting) as AttemptTracker;
@@ -207,13 +215,16 @@ export class StallWatch {
   private abandon(tracker: AttemptTracker, reason: AbandonReason): void {
     tracker.abandoned = reason;
     this.stopWaiting(tracker);
-    tracker.controller.abort(reason);
+    tracker.onAbandon?.();
   }
 
   private stopWaiting(tracker: AttemptTracker): void {
     const w = this.workers.get(tracker.workerId);
     if (!w?.waiting.delete(tracker)) return;
     this.waitingCount--;
+    if (w.waiting.size === 0 && this.suspected.includes(tracker.workerId)) {
+      this.suspected = this.suspected.filter((id) => id !== tracker.workerId);
+    }
     if (this.waitingCount === 0) this.disarm();
   }
 
