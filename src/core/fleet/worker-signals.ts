@@ -133,6 +133,13 @@ export function recordSignals(
   settings: SignalSettings,
 ): WorkerSignals {
   if (outcome.kind === 'aborted') return s; // the client left: no evidence either way
+  if (outcome.kind === 'success' && s.pushbacks === 0 && s.quarantineUntil === 0) {
+    // The common case, kept cheap: only the latency estimate can change.
+    if (outcome.retryAfterMs === undefined && !outcome.stalled) {
+      const next = latency(s, outcome, at, settings);
+      return next === s.latency ? s : { ...s, latency: next };
+    }
+  }
   let { quarantineUntil, quarantinedAt } = s;
   if (outcome.stalled) {
     quarantinedAt = at.now;

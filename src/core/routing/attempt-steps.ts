@@ -5,7 +5,7 @@
  * only when the engine that pushed back is the last one does the retry wait (backoff, Retry-After).
  */
 import { RouterError } from '../contracts/errors.ts';
-import type { AttemptOutcome, RouteResult } from '../contracts/fleet-api.ts';
+import type { AttemptOutcome, RouteInput, RouteResult } from '../contracts/fleet-api.ts';
 import type { UpstreamResponse } from '../contracts/upstream.ts';
 import { retryAfterMs } from '../resilience/backoff.ts';
 import { outcomeForStatus } from '../resilience/classify.ts';
@@ -28,14 +28,13 @@ async function askFleet(run: AttemptRun, alsoAvoid?: string): Promise<RouteResul
     run.avoid.length === 0 && suspects.length === 0 && alsoAvoid === undefined
       ? run.avoid
       : [...run.avoid, ...suspects, ...(alsoAvoid === undefined ? [] : [alsoAvoid])];
+  const input: RouteInput = { ...leg.input };
+  if (leg.role !== undefined) input.role = leg.role;
+  if (exclude.length > 0) input.exclude = exclude;
+  if (avoid.length > 0) input.avoid = avoid;
+  if (leg.stream !== undefined) input.stream = leg.stream;
   try {
-    return await ex.ctx.deps.fleet.route({
-      ...leg.input,
-      ...(leg.role === undefined ? {} : { role: leg.role }),
-      ...(exclude.length === 0 ? {} : { exclude }),
-      ...(avoid.length === 0 ? {} : { avoid }),
-      ...(leg.stream === undefined ? {} : { stream: leg.stream }),
-    });
+    return await ex.ctx.deps.fleet.route(input);
   } catch (err) {
     // A policy may refuse a request it cannot route (least_loaded without a session id).
     if (err instanceof RouterError) return errorNext(err);
