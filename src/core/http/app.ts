@@ -6,10 +6,7 @@ import { Hono } from 'hono';
 import { cors } from 'hono/cors';
 import type { RouterConfig } from '../config/schema.ts';
 import { errorResponse, RouterError } from '../contracts/errors.ts';
-import { createInstruments } from '../observability/instruments.ts';
-import { RetryBudget } from '../resilience/retry-budget.ts';
-import type { PipelineContext, RouterDeps } from '../routing/context.ts';
-import { StallWatch, stallSettings } from '../routing/stall-watch.ts';
+import { createPipelineContext, type RouterDeps } from '../routing/context.ts';
 import { registerAdminRoutes } from './admin.ts';
 import { Admission } from './admission.ts';
 import { registerInferenceRoutes } from './inference.ts';
@@ -18,29 +15,6 @@ import { registerPublicRoutes } from './routes.ts';
 export interface AppOptions {
   /** Probes newly added workers at once (the root's `refreshWorkers`). */
   refreshWorkers(urls: string[]): Promise<void>;
-}
-
-function pipelineContext(config: RouterConfig, deps: RouterDeps): PipelineContext {
-  return {
-    deps,
-    instruments: createInstruments(deps.metrics),
-    classes: {
-      retryable: new Set(config.retry.retryableStatusCodes),
-      capacity: new Set(config.circuitBreaker.capacityStatusCodes),
-    },
-    retry: config.retry,
-    budget: new RetryBudget(
-      { ratio: config.retry.budgetRatio, minPerSec: config.retry.budgetMinPerSec },
-      deps.clock,
-    ),
-    timeoutMs: config.server.requestTimeoutSecs * 1000,
-    stalls: new StallWatch(deps.clock, stallSettings(config)),
-    idleTimeoutMs: {
-      stream: config.attempt.streamIdleTimeoutSecs * 1000,
-      plain: config.attempt.idleTimeoutSecs * 1000,
-    },
-    ...(config.workers.apiKey === undefined ? {} : { apiKey: config.workers.apiKey }),
-  };
 }
 
 export function createRouterApp(config: RouterConfig, deps: RouterDeps, options: AppOptions): Hono {
@@ -62,7 +36,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
     config,
     probe: (urls) => options.refreshWorkers(urls),
   });
-  registerInferenceRoutes(app, config, pipelineContext(config, deps), admission);
+  registerInferenceRoutes(app, config, createPipelineContext(config, deps), admission);
 
   app.notFound((c) =>
     errorResponse(

@@ -1,16 +1,17 @@
 /** What the pipeline needs: the host's dependencies, the app's shared context and one client request. */
+import type { RouterConfig } from '../config/schema.ts';
 import type { RouterError } from '../contracts/errors.ts';
 import type { FleetApi } from '../contracts/fleet-api.ts';
 import type { Clock, Random } from '../contracts/runtime.ts';
 import type { Upstream } from '../contracts/upstream.ts';
-import type { Instruments } from '../observability/instruments.ts';
+import { createInstruments, type Instruments } from '../observability/instruments.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
 import type { RetrySettings } from '../resilience/backoff.ts';
 import type { StatusClasses } from '../resilience/classify.ts';
-import type { RetryBudget } from '../resilience/retry-budget.ts';
+import { RetryBudget } from '../resilience/retry-budget.ts';
 import type { RequestInfo } from './request-info.ts';
-import type { StallWatch } from './stall-watch.ts';
+import { StallWatch, stallSettings } from './stall-watch.ts';
 
 /** What the core needs from its host: time, randomness, the upstream transport, fleet state, logs, metrics. */
 export interface RouterDeps {
@@ -37,6 +38,30 @@ export interface PipelineContext {
   idleTimeoutMs: { stream: number; plain: number };
   /** Bearer sent to engines (--api-key); otherwise the client's Authorization passes through. */
   apiKey?: string;
+}
+
+/** The pipeline's shared context for a config: status classes, retry budget, limits, the stall watch. */
+export function createPipelineContext(config: RouterConfig, deps: RouterDeps): PipelineContext {
+  return {
+    deps,
+    instruments: createInstruments(deps.metrics),
+    classes: {
+      retryable: new Set(config.retry.retryableStatusCodes),
+      capacity: new Set(config.circuitBreaker.capacityStatusCodes),
+    },
+    retry: config.retry,
+    budget: new RetryBudget(
+      { ratio: config.retry.budgetRatio, minPerSec: config.retry.budgetMinPerSec },
+      deps.clock,
+    ),
+    timeoutMs: config.server.requestTimeoutSecs * 1000,
+    stalls: new StallWatch(deps.clock, stallSettings(config)),
+    idleTimeoutMs: {
+      stream: config.attempt.streamIdleTimeoutSecs * 1000,
+      plain: config.attempt.idleTimeoutSecs * 1000,
+    },
+    ...(config.workers.apiKey === undefined ? {} : { apiKey: config.workers.apiKey }),
+  };
 }
 
 /** Returns a request's admission permit; called exactly once. */

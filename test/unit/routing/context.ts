@@ -11,7 +11,11 @@ import { createInstruments } from '../../../src/core/observability/instruments.t
 import { createLogger } from '../../../src/core/observability/logger.ts';
 import { MetricsRegistry } from '../../../src/core/observability/metrics.ts';
 import { RetryBudget } from '../../../src/core/resilience/retry-budget.ts';
-import type { PipelineContext, ProxyCall } from '../../../src/core/routing/context.ts';
+import {
+  createPipelineContext,
+  type PipelineContext,
+  type ProxyCall,
+} from '../../../src/core/routing/context.ts';
 import { StallWatch, stallSettings } from '../../../src/core/routing/stall-watch.ts';
 import { FakeClock, seededRandom } from '../../support/fake-clock.ts';
 
@@ -66,28 +70,17 @@ export function testContext(options: {
   const config = parseRouterConfig(options.config ?? {});
   const clock = options.clock ?? new FakeClock();
   const metrics = new MetricsRegistry();
+  const deps = {
+    clock,
+    random: seededRandom(7),
+    newId: () => 'id-1',
+    upstream: options.upstream,
+    fleet: options.fleet,
+    logger: createLogger({ level: 'error', json: false, sink: () => {}, now: () => clock.now() }),
+    metrics,
+  };
   const ctx: PipelineContext = {
-    deps: {
-      clock,
-      random: seededRandom(7),
-      newId: () => 'id-1',
-      upstream: options.upstream,
-      fleet: options.fleet,
-      logger: createLogger({ level: 'error', json: false, sink: () => {}, now: () => clock.now() }),
-      metrics,
-    },
-    instruments: createInstruments(metrics),
-    classes: {
-      retryable: new Set(config.retry.retryableStatusCodes),
-      capacity: new Set(config.circuitBreaker.capacityStatusCodes),
-    },
-    retry: config.retry,
-    budget: new RetryBudget(
-      { ratio: config.retry.budgetRatio, minPerSec: config.retry.budgetMinPerSec },
-      clock,
-    ),
-    timeoutMs: config.server.requestTimeoutSecs * 1000,
-    stalls: new StallWatch(clock, stallSettings(config)),
+    ...createPipelineContext(config, deps),
     idleTimeoutMs: { stream: 0, plain: 0 },
   };
   return { ctx, clock, metrics };
