@@ -6,7 +6,8 @@ import type { Context } from 'hono';
 import { RouterError } from '../contracts/errors.ts';
 import { type BodyBudget, budgetExceeded, type Reservation } from './body-budget.ts';
 
-function tooLarge(limit: number): RouterError {
+/** The 413 for a body over --max-payload-size. */
+export function tooLarge(limit: number): RouterError {
   return new RouterError(
     'payload_too_large',
     `request body exceeds the maximum payload size of ${limit} bytes`,
@@ -88,22 +89,4 @@ export function tooLargeToBuffer(c: Context, maxBuffered: number): boolean {
   const declared = c.req.header('content-length');
   if (declared === undefined) return c.req.header('transfer-encoding') !== undefined;
   return Number(declared) > maxBuffered;
-}
-
-/** The body as a stream for the engine, still held to the payload limit. */
-export function streamBody(c: Context, limit: number): ReadableStream<Uint8Array> | null {
-  const declared = c.req.header('content-length');
-  if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
-  const source = c.req.raw.body;
-  if (!source) return null;
-  let size = 0;
-  return source.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        size += chunk.byteLength;
-        if (size > limit) controller.error(tooLarge(limit));
-        else controller.enqueue(chunk);
-      },
-    }),
-  );
 }

@@ -6,17 +6,11 @@
  */
 import type { Context } from 'hono';
 import { RouterError } from '../contracts/errors.ts';
+import { tooLarge } from './body.ts';
 
 export interface GuardedUpload {
   stream: ReadableStream<Uint8Array> | null;
   fault(): RouterError | undefined;
-}
-
-function tooLarge(limit: number): RouterError {
-  return new RouterError(
-    'payload_too_large',
-    `request body exceeds the maximum payload size of ${limit} bytes`,
-  );
 }
 
 export function guardedUpload(c: Context, limit: number): GuardedUpload {
