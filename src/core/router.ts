@@ -5,7 +5,7 @@
  * with a `FleetApi` that reaches that object by RPC. Adapters supply only the host parts (transport,
  * clock, random, log sink) and serve `app.fetch`.
  */
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import type { RouterConfig } from './config/schema.ts';
 import { assertSupported } from './config/unsupported.ts';
 import type { FleetApi } from './contracts/fleet-api.ts';
@@ -36,6 +36,10 @@ export interface RouterHost {
   metrics?: MetricsRegistry;
   /** Told of every fleet event (worker up/down, breaker transitions) after it is logged. */
   onFleetEvent?: FleetEventHandler;
+  /** The peer's IP address for a request (Node, Deno); Workers do not know it. */
+  peerAddress?: (c: Context) => string | undefined;
+  /** Admin routes without --admin-api-key: loopback peers (Node, Deno; the default) or nobody (Workers). */
+  adminWithoutKey?: 'loopback' | 'off';
 }
 
 export interface Router<F extends FleetApi = Fleet> {
@@ -56,6 +60,9 @@ export interface Router<F extends FleetApi = Fleet> {
   healthTick(): Promise<void>;
   /** Health tick with checks on, models lookup with them off (`only`: some base URLs). */
   refreshWorkers(only?: readonly string[]): Promise<void>;
+  /** Shutdown began: /readiness answers 503 from now on (requests are still served). */
+  beginDrain(): void;
+  readonly draining: boolean;
 }
 
 /** A router around the in-memory fleet the config describes (Node, Deno, the Durable Object). */
@@ -99,6 +106,7 @@ function assemble<F extends FleetApi>(
   const tickDeps = { fleet, upstream, clock, config };
   const refresh = (only?: readonly string[]) => refreshWorkers(tickDeps, only);
   let app: Hono | undefined;
+  let draining = false;
   return {
     config,
     get app() {
@@ -113,7 +121,12 @@ function assemble<F extends FleetApi>(
           logger,
           metrics,
         },
-        { refreshWorkers: refresh },
+        {
+          refreshWorkers: refresh,
+          draining: () => draining,
+          ...(host.peerAddress ? { peerAddress: host.peerAddress } : {}),
+          ...(host.adminWithoutKey ? { adminWithoutKey: host.adminWithoutKey } : {}),
+        },
       );
       return app;
     },
@@ -129,5 +142,11 @@ function assemble<F extends FleetApi>(
       if (!config.health.disabled) await runHealthTick(tickDeps);
     },
     refreshWorkers: refresh,
+    beginDrain() {
+      draining = true;
+    },
+    get draining() {
+      return draining;
+    },
   };
 }

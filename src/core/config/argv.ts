@@ -23,6 +23,8 @@ export interface ParsedArgs {
   help: boolean;
   checkConfig: boolean;
   version: boolean;
+  /** `--demo`: simulated engines when no worker is configured. */
+  demo: boolean;
   /** Config path → where its value came from, for error messages. */
   origins: Map<string, FlagOrigin>;
   /** Ignored or deprecated flags that were used. */
@@ -103,7 +105,7 @@ interface Setting {
 
 export function parseFlagTokens(argv: readonly string[], options: ParseOptions = {}): ParsedArgs {
   const parse: Parse = {
-    out: { overrides: {}, help: false, checkConfig: false, version: false, origins: new Map(), warnings: [] },
+    out: { overrides: {}, help: false, checkConfig: false, version: false, demo: false, origins: new Map(), warnings: [] },
     source: options.source,
   };
   let previous: string | undefined;
@@ -225,6 +227,9 @@ function applyMeta(out: ParsedArgs, spec: FlagSpec, value: unknown): boolean {
       return true;
     case 'version':
       out.version = value === true;
+      return true;
+    case 'demo':
+      out.demo = value === true;
       return true;
     default:
       return false;

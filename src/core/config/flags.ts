@@ -58,7 +58,7 @@ export interface FlagSpec {
   /** Readers for flags whose syntax no kind expresses. */
   readonly custom?: 'prefill' | 'service-discovery' | 'routing-logic';
   /** Flags that steer the CLI itself rather than the config. */
-  readonly meta?: 'config' | 'check-config' | 'help' | 'version';
+  readonly meta?: 'config' | 'check-config' | 'help' | 'version' | 'demo';
   /** The flag is rejected with this hint; `{N+1}` is replaced by the flag's value plus one. */
   readonly refused?: string;
   /** The flag is accepted so other routers' command lines run, and ignored for this reason. */
@@ -110,7 +110,10 @@ export const FLAGS: readonly FlagSpec[] = [
     f('--max-buffered-bytes-total', 'int', 'server.maxBufferedBytesTotal', 'Request bodies buffered at once, all requests together, in bytes (503 + Retry-After above; 0 = no limit)', { metavar: 'BYTES' }),
     f('--request-timeout-secs', 'number', 'server.requestTimeoutSecs', 'Deadline of a request, retries included'),
     f('--shutdown-grace-period-secs', 'number', 'server.shutdownGraceSecs', 'On SIGTERM, time in-flight requests get to finish'),
-    f('--cors-allowed-origins', 'list', 'server.corsAllowedOrigins', 'Browser origins allowed by CORS', { metavar: 'ORIGIN...' }),
+    f('--cors-allowed-origins', 'list', 'server.corsAllowedOrigins', 'Browser origins allowed by CORS (also the only origins admin changes may come from)', { metavar: 'ORIGIN...' }),
+    f('--allowed-hosts', 'list', 'server.allowedHosts', 'Host headers admin requests may carry besides the router\'s own address and localhost (names, *.domain, IPs, CIDRs)', { metavar: 'HOST...' }),
+    f('--keep-alive-timeout-secs', 'number', 'server.keepAliveTimeoutSecs', 'Idle time before the router closes a client connection (keep it above the load balancer\'s)'),
+    f('--shutdown-drain-delay-secs', 'number', 'server.shutdownDrainDelaySecs', 'On SIGTERM, time /readiness answers 503 while requests are still accepted, before the listener closes'),
     f('--max-concurrent-requests', 'int', 'admission.maxConcurrentRequests', 'Requests served at once (unset or <= 0: no limit)'),
     f('--queue-size', 'int', 'admission.queueSize', 'Requests that may wait for a free slot (429 when full)'),
     f('--queue-timeout-secs', 'number', 'admission.queueTimeoutSecs', 'Longest wait in the queue (then 503)'),
@@ -118,11 +121,13 @@ export const FLAGS: readonly FlagSpec[] = [
     f('--check-config', 'bool', undefined, 'Validate the configuration, print it resolved and exit', { meta: 'check-config' }),
     f('--help|-h', 'bool', undefined, 'Print this help and exit', { meta: 'help' }),
     f('--version|-V', 'bool', undefined, 'Print the version and exit', { meta: 'version' }),
+    f('--demo', 'bool', undefined, 'With no workers configured, start two simulated engines and route to them (npm start passes it)', { meta: 'demo' }),
   ]),
   ...group('Workers', [
     f('--worker-urls', 'list', 'workers.urls', 'Worker base URLs (space or comma separated, repeatable)', { metavar: 'URL...' }),
     f('--static-backends', 'csv-list', 'workers.urls', 'production-stack spelling of --worker-urls', { metavar: 'URL,...' }),
     f('--static-models', 'csv-list', 'workers.models', 'Model of each worker URL, in order, or one model for all', { metavar: 'MODEL,...' }),
+    f('--worker-url-allowlist', 'list', 'workers.urlAllowlist', 'Workers added at runtime must be on one of these hosts (names, *.domain, IPs, CIDRs)', { metavar: 'PATTERN...' }),
     f('--intra-node-data-parallel-size', 'int', 'workers.dpSize', 'Data-parallel ranks behind each worker URL'),
     f('--worker-startup-timeout-secs', 'number', 'workers.startupTimeoutSecs', 'How long a new worker may take to become healthy'),
     f('--worker-startup-check-interval', 'number', 'workers.startupCheckIntervalSecs', 'Seconds between checks of a starting worker'),
@@ -216,6 +221,11 @@ export const FLAGS: readonly FlagSpec[] = [
   ...group('Authentication', [
     f('--api-key', 'string', 'workers.apiKey', 'Bearer token the router sends to workers', { metavar: 'KEY' }),
     f('--api-key-validation-urls', 'list', 'auth.apiKeyValidationUrls', 'Require client bearer tokens that one of these URLs accepts', { metavar: 'URL...', extraEnv: ['API_KEY_VALIDATION_URLS'] }),
+    f('--api-key-cache-ttl-secs', 'number', 'auth.cacheTtlSecs', 'How long an accepted client token stays accepted without asking again'),
+    f('--api-key-negative-cache-ttl-secs', 'number', 'auth.negativeCacheTtlSecs', 'How long a refused client token stays refused without asking again'),
+    f('--api-key-cache-size', 'int', 'auth.cacheSize', 'Client tokens remembered (least recently used beyond)'),
+    f('--api-key-validation-timeout-secs', 'number', 'auth.validationTimeoutSecs', 'Timeout of one validation call (then 503, nothing cached)'),
+    f('--admin-api-key', 'string', 'admin.apiKey', 'Bearer token the admin API requires (unset: loopback peers only)', { metavar: 'KEY' }),
   ]),
   ...group('Compatibility', [
     f('--max-instance-failover-reroute-attempts', 'int', undefined, 'production-stack failover, refused', { refused: 'use --enable-retries --max-retries {N+1}' }),

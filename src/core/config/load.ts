@@ -28,6 +28,8 @@ export interface ResolvedConfig {
   help: boolean;
   checkConfig: boolean;
   version: boolean;
+  /** `--demo` was given. */
+  demo: boolean;
   /** Things worth telling the operator that do not stop startup (ignored flags, unknown variables). */
   warnings: string[];
 }
@@ -41,7 +43,7 @@ type Layer =
 
 export function resolveConfig({ argv, env, readTextFile }: ResolveConfigOptions): ResolvedConfig {
   const cli = parseArgv(argv);
-  const base = { help: cli.help, checkConfig: cli.checkConfig, version: cli.version };
+  const base = { help: cli.help, checkConfig: cli.checkConfig, version: cli.version, demo: cli.demo };
   if (cli.help || cli.version) return { ...base, config: defaultRouterConfig(), warnings: cli.warnings };
 
   const fromEnv = parseEnv(env);

@@ -4,6 +4,7 @@
  * fraction and an out-of-range value all get the same actionable answer.
  */
 import { z } from 'zod';
+import { isHostPattern } from './host-patterns.ts';
 
 export function int(min: number, max?: number) {
   const error =
@@ -52,12 +53,13 @@ export function isHttpUrl(value: string): boolean {
   try {
     const url = new URL(value);
     const webScheme = url.protocol === 'http:' || url.protocol === 'https:';
-    return webScheme && url.hostname !== '' && url.search === '' && url.hash === '';
+    const noCredentials = url.username === '' && url.password === '';
+    return webScheme && url.hostname !== '' && noCredentials && !/[?#]/.test(value);
   } catch {
     return false;
   }
 }
-const URL_ERROR = 'must be an http:// or https:// URL (no query or fragment)';
+const URL_ERROR = 'must be an http:// or https:// URL (no user:password@, query or fragment)';
 /** A worker or service base URL; a trailing slash is removed so paths can be appended. */
 export const httpUrl = z
   .string({ error: URL_ERROR })
@@ -75,6 +77,12 @@ export const headerName = z
 
 const SELECTOR_ERROR = 'must be a key=value label selector';
 export const selector = z.string({ error: SELECTOR_ERROR }).regex(/^[^=\s]+=\S*$/, { error: SELECTOR_ERROR });
+
+const HOST_PATTERN_ERROR = 'must be a host name, *.domain, IP address or CIDR block';
+export const hostPattern = z
+  .string({ error: HOST_PATTERN_ERROR })
+  .trim()
+  .refine(isHostPattern, { error: HOST_PATTERN_ERROR });
 
 const HOST_PORT_ERROR = 'must be HOST:PORT with a port between 0 and 65535';
 export const hostPort = z

@@ -7,6 +7,7 @@ import { ConfigError, type ConfigIssue, closest, formatPath } from './errors.ts'
 import {
   bool,
   headerName,
+  hostPattern,
   hostPort,
   httpUrl,
   int,
@@ -22,51 +23,29 @@ import {
 } from './schema-parts.ts';
 
 export { ConfigError } from './errors.ts';
+export {
+  breakerFields,
+  DISCOVERY_MODES,
+  KV_CONNECTORS,
+  LOG_LEVELS,
+  type LogLevel,
+  POLICY_ALIASES,
+  POLICY_NAMES,
+  type PolicyName,
+  retryFields,
+} from './schema-names.ts';
 
-export const POLICY_NAMES = [
-  'random',
-  'round_robin',
-  'power_of_two',
-  'consistent_hash',
-  'rendezvous_hash',
-  'cache_aware',
-  'least_loaded',
-  'sticky_least_loaded',
-] as const;
-export type PolicyName = (typeof POLICY_NAMES)[number];
-/** Spellings other routers use for one of our policies (SMG says `consistent_hashing`). */
-export const POLICY_ALIASES: Readonly<Record<string, PolicyName>> = { consistent_hashing: 'consistent_hash' };
-
-export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-/** production-stack and the Python launchers spell these the Python way. */
-const LOG_LEVEL_ALIASES: Readonly<Record<string, LogLevel>> = { warning: 'warn', critical: 'error' };
-
-export const KV_CONNECTORS = ['nixl', 'mooncake'] as const;
-export const DISCOVERY_MODES = ['static', 'k8s'] as const;
-
-const DEFAULT_REQUEST_ID_HEADERS = ['x-request-id', 'x-correlation-id', 'x-trace-id', 'request-id'];
-
-// ---------------------------------------------------------------------------------------------
-
-/** The retry settings a worker may override (admin API), with their ranges and defaults. */
-export const retryFields = {
-  maxRetries: int(1).default(5),
-  initialBackoffMs: num(0).default(50),
-  maxBackoffMs: num(0).default(30_000),
-  backoffMultiplier: num(1).default(1.5),
-  jitterFactor: num(0, 1).default(0.2),
-  disabled: bool().default(false),
-};
-
-/** The circuit-breaker settings a worker may override (admin API), with their ranges and defaults. */
-export const breakerFields = {
-  failureThreshold: int(1).default(10),
-  successThreshold: int(1).default(3),
-  timeoutDurationSecs: positive().default(60),
-  windowDurationSecs: positive().default(120),
-  disabled: bool().default(false),
-};
+import {
+  breakerFields,
+  DEFAULT_REQUEST_ID_HEADERS,
+  DISCOVERY_MODES,
+  KV_CONNECTORS,
+  LOG_LEVEL_ALIASES,
+  LOG_LEVELS,
+  POLICY_ALIASES,
+  POLICY_NAMES,
+  retryFields,
+} from './schema-names.ts';
 
 export const routerConfigSchema = z
   .strictObject({
@@ -81,12 +60,20 @@ export const routerConfigSchema = z
         .transform((h) => (h.length === 0 ? [...DEFAULT_REQUEST_ID_HEADERS] : h))
         .default(() => [...DEFAULT_REQUEST_ID_HEADERS]),
       corsAllowedOrigins: list(text('origin'), 'origins').default(() => []),
+      // Host headers admin requests may carry besides the router's own address and localhost.
+      allowedHosts: list(hostPattern, 'host names or patterns').default(() => []),
+      // Longer than the 60 s idle timeout of common load balancers, so they close first.
+      keepAliveTimeoutSecs: positive().default(75),
+      // On SIGTERM: readiness turns 503 this long before the listener closes.
+      shutdownDrainDelaySecs: num(0).default(5),
       shutdownGraceSecs: num(0).default(30),
     }),
     workers: section({
       urls: list(httpUrl, 'worker URLs').default(() => []),
       models: list(text('model name'), 'model names').default(() => []),
       apiKey: text('API key').optional(),
+      // Workers added at runtime (admin API) must match one of these when any is given.
+      urlAllowlist: list(hostPattern, 'host or CIDR patterns').default(() => []),
       dpSize: int(1).default(1),
       startupTimeoutSecs: positive().default(600),
       startupCheckIntervalSecs: positive().default(30),
@@ -183,6 +170,14 @@ export const routerConfigSchema = z
     }),
     auth: section({
       apiKeyValidationUrls: list(httpUrl, 'validation URLs').default(() => []),
+      cacheTtlSecs: num(0).default(300),
+      negativeCacheTtlSecs: num(0).default(30),
+      cacheSize: int(1).default(10_000),
+      validationTimeoutSecs: positive().default(5),
+    }),
+    admin: section({
+      // Unset: admin routes answer loopback peers only (Node, Deno) or nobody (Workers).
+      apiKey: text('admin API key').optional(),
     }),
     discovery: section({
       mode: oneOf(DISCOVERY_MODES).optional(),

@@ -52,7 +52,8 @@ export const INFO_ROUTES: readonly AdminRoute[] = [
   {
     method: 'GET',
     path: '/health_generate',
+    access: 'client',
     handle: (c, d) => forwardToHealthyWorker(d, c, '/health_generate', '/health'),
   },
-  { method: 'POST', path: '/finish_session', handle: finishSession },
+  { method: 'POST', path: '/finish_session', access: 'client', handle: finishSession },
 ];

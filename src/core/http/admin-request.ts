@@ -25,6 +25,11 @@ export interface AdminDeps {
 export interface AdminRoute {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
+  /**
+   * Who may call it: `admin` routes need --admin-api-key (or a loopback peer without it); `client`
+   * routes (/finish_session, /health_generate) are for clients, behind client auth like inference.
+   */
+  access?: 'client';
   handle(c: Context, deps: AdminDeps): Response | Promise<Response>;
 }
 

@@ -2,25 +2,45 @@
  * createRouterApp(config, deps): the router's HTTP surface as a Hono app, the same on every runtime.
  * Built by the composition root (`../router.ts`), which owns the fleet and how workers are refreshed.
  */
-import { Hono } from 'hono';
-import { cors } from 'hono/cors';
+import { type Context, Hono } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
 import { errorResponse, RouterError } from '../contracts/errors.ts';
 import { createPipelineContext, type RouterDeps } from '../routing/context.ts';
-import { registerAdminRoutes } from './admin.ts';
+import { isAdminPath, registerAdminRoutes } from './admin.ts';
+import { createAdminGuard } from './admin-guard.ts';
 import { Admission } from './admission.ts';
+import { createClientAuth } from './client-auth.ts';
+import { routerCors } from './cors.ts';
 import { registerInferenceRoutes } from './inference.ts';
+import { pathHygiene } from './path-hygiene.ts';
 import { registerPublicRoutes } from './routes.ts';
 
 export interface AppOptions {
   /** Probes newly added workers at once (the root's `refreshWorkers`). */
   refreshWorkers(urls: string[]): Promise<void>;
+  /** The peer's IP address, where the runtime tells it (Node, Deno); undefined on Workers. */
+  peerAddress?: (c: Context) => string | undefined;
+  /** Admin routes without --admin-api-key: loopback peers only (Node, Deno) or nobody (Workers). */
+  adminWithoutKey?: 'loopback' | 'off';
+  /** True once shutdown began: /readiness answers 503 while requests are still served. */
+  draining?: () => boolean;
 }
+
+/** Probes stay open whatever the auth settings (Kubernetes calls them without credentials). */
+const PROBES = new Set(['/liveness', '/readiness', '/health']);
 
 export function createRouterApp(config: RouterConfig, deps: RouterDeps, options: AppOptions): Hono {
   const app = new Hono();
-  if (config.server.corsAllowedOrigins.length > 0) {
-    app.use('*', cors({ origin: config.server.corsAllowedOrigins }));
+  app.use('*', pathHygiene);
+  app.use('*', routerCors(config.server.corsAllowedOrigins));
+  const clientAuth = createClientAuth(config, deps);
+  if (clientAuth) {
+    // With an admin key, admin routes take that key instead of a client token.
+    const adminKeyed = config.admin.apiKey !== undefined;
+    app.use(
+      '*',
+      clientAuth.middleware((path) => PROBES.has(path) || (adminKeyed && isAdminPath(path))),
+    );
   }
   const admission = new Admission(
     config.admission.maxConcurrentRequests,
@@ -28,14 +48,22 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
     config.admission.queueTimeoutSecs * 1000,
     deps.clock,
   );
-  registerPublicRoutes(app, deps.fleet, deps.metrics, deps.clock.now());
-  registerAdminRoutes(app, {
-    fleet: deps.fleet,
-    upstream: deps.upstream,
-    clock: deps.clock,
-    config,
-    probe: (urls) => options.refreshWorkers(urls),
-  });
+  registerPublicRoutes(app, deps.fleet, deps.metrics, deps.clock.now(), options.draining);
+  registerAdminRoutes(
+    app,
+    {
+      fleet: deps.fleet,
+      upstream: deps.upstream,
+      clock: deps.clock,
+      config,
+      probe: (urls) => options.refreshWorkers(urls),
+    },
+    createAdminGuard(config, {
+      withoutKey: options.adminWithoutKey ?? 'loopback',
+      ...(options.peerAddress ? { peerAddress: options.peerAddress } : {}),
+      ...(clientAuth ? { clientAuth } : {}),
+    }),
+  );
   registerInferenceRoutes(app, config, createPipelineContext(config, deps), admission);
 
   app.notFound((c) =>

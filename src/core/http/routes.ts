@@ -9,6 +9,7 @@ export function registerPublicRoutes(
   fleet: FleetApi,
   metrics: MetricsRegistry,
   startedAt: number,
+  draining: () => boolean = () => false,
 ): void {
   app.get('/v1/models', async (c) => {
     const models = await fleet.models();
@@ -35,9 +36,19 @@ export function registerPublicRoutes(
 
   app.get('/readiness', async (c) => {
     const counts = await healthCounts();
-    const ready = counts.healthy > 0;
+    const stopping = draining();
+    const ready = counts.healthy > 0 && !stopping;
     return c.json(
-      { status: ready ? 'ready' : 'not_ready', healthy_workers: counts.healthy, total_workers: counts.total },
+      {
+        status: ready ? 'ready' : 'not_ready',
+        ...(stopping
+          ? { reason: 'shutting_down' }
+          : counts.healthy === 0
+            ? { reason: 'no_available_workers' }
+            : {}),
+        healthy_workers: counts.healthy,
+        total_workers: counts.total,
+      },
       ready ? 200 : 503,
     );
   });

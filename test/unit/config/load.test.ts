@@ -207,7 +207,7 @@ describe('environment variables', () => {
     expect(err.flag).toBe('VLLM_ROUTER_RETRY_JITTER_FACTOR');
     expect(err.exitCode).toBe(2);
     expect(failure([], { VLLM_ROUTER_WORKER_URLS: 'http://a:1 nope' }).message).toBe(
-      'VLLM_ROUTER_WORKER_URLS=nope: must be an http:// or https:// URL (no query or fragment)',
+      'VLLM_ROUTER_WORKER_URLS=nope: must be an http:// or https:// URL (no user:password@, query or fragment)',
     );
     expect(failure([], { VLLM_ROUTER_LOG_JSON: 'maybe' }).message).toBe(
       'VLLM_ROUTER_LOG_JSON=maybe: must be true or false',
@@ -241,7 +241,7 @@ describe('--config FILE', () => {
     expect(err.path).toBe('retry.jitterFactor');
     expect(
       failure(['--config', 'r.json'], {}, { 'r.json': '{"workers": {"urls": ["http://a", 5]}}' }).message,
-    ).toBe('r.json: workers.urls[1]: must be an http:// or https:// URL (no query or fragment)');
+    ).toBe('r.json: workers.urls[1]: must be an http:// or https:// URL (no user:password@, query or fragment)');
   });
 
   it('an unknown field names the file, with a suggestion', () => {
@@ -283,7 +283,7 @@ describe('errors from flags', () => {
 
   it('blame a list element by its value', () => {
     expect(failure(['--worker-urls', 'http://a:1', 'a:1']).message).toBe(
-      '--worker-urls a:1: must be an http:// or https:// URL (no query or fragment)',
+      '--worker-urls a:1: must be an http:// or https:// URL (no user:password@, query or fragment)',
     );
   });
 
