@@ -105,7 +105,15 @@ interface Setting {
 
 export function parseFlagTokens(argv: readonly string[], options: ParseOptions = {}): ParsedArgs {
   const parse: Parse = {
-    out: { overrides: {}, help: false, checkConfig: false, version: false, demo: false, origins: new Map(), warnings: [] },
+    out: {
+      overrides: {},
+      help: false,
+      checkConfig: false,
+      version: false,
+      demo: false,
+      origins: new Map(),
+      warnings: [],
+    },
     source: options.source,
   };
   let previous: string | undefined;

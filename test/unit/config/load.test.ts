@@ -241,7 +241,9 @@ describe('--config FILE', () => {
     expect(err.path).toBe('retry.jitterFactor');
     expect(
       failure(['--config', 'r.json'], {}, { 'r.json': '{"workers": {"urls": ["http://a", 5]}}' }).message,
-    ).toBe('r.json: workers.urls[1]: must be an http:// or https:// URL (no user:password@, query or fragment)');
+    ).toBe(
+      'r.json: workers.urls[1]: must be an http:// or https:// URL (no user:password@, query or fragment)',
+    );
   });
 
   it('an unknown field names the file, with a suggestion', () => {
