@@ -105,12 +105,20 @@ export function checkLeasesAfterEach(): void {
 export async function startApp(
   commandLine: string,
   engines: Record<string, Partial<SimOptions>> = {},
-  options: { seed?: number } = {},
+  options: {
+    seed?: number;
+    /** The peer address every request comes from (default 127.0.0.1, a local client). */
+    peer?: string;
+    /** Admin routes without --admin-api-key (default loopback, as on Node and Deno). */
+    adminWithoutKey?: 'loopback' | 'off';
+    /** Environment the config is resolved with. */
+    env?: Record<string, string>;
+  } = {},
 ): Promise<AppStack> {
   const argv = commandLine.trim() === '' ? [] : commandLine.trim().split(/\s+/);
   const { config } = resolveConfig({
     argv,
-    env: {},
+    env: options.env ?? {},
     readTextFile: () => {
       throw new Error('these tests read no files');
     },
@@ -127,6 +135,8 @@ export async function startApp(
     logSink: (line) => logs.push(line),
     clock,
     random: seededRandom(options.seed ?? 7),
+    peerAddress: () => options.peer ?? '127.0.0.1',
+    ...(options.adminWithoutKey ? { adminWithoutKey: options.adminWithoutKey } : {}),
   });
 
   // Exactly-once release: every lease route() hands out must be settled once, and only once.

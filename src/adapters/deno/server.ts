@@ -46,7 +46,12 @@ export async function startDenoRouter(
   config: RouterConfig,
   options: { logSink: LogSink },
 ): Promise<DenoRouter> {
-  const router = createRouter(config, { upstream: fetchUpstream(), logSink: options.logSink });
+  const router = createRouter(config, {
+    upstream: fetchUpstream(),
+    logSink: options.logSink,
+    // Deno.serve hands the connection info to app.fetch as the second argument (Hono's c.env).
+    peerAddress: (c) => (c.env as Deno.ServeHandlerInfo<Deno.NetAddr> | undefined)?.remoteAddr?.hostname,
+  });
   await router.start((ms) => sleep(ms).done);
   const healthTimer = config.health.disabled
     ? undefined

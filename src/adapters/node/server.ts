@@ -3,9 +3,11 @@
  * serves `app.fetch` with @hono/node-server, serves /metrics on the Prometheus listener, and stops
  * gracefully (stop accepting, let in-flight streams finish within the grace period, then close).
  */
+
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import type { RouterConfig } from '../../core/config/schema.ts';
 import type { Clock, Random } from '../../core/contracts/runtime.ts';
 import type { Upstream } from '../../core/contracts/upstream.ts';
@@ -84,6 +86,11 @@ function closeServer(server: NodeServer, graceMs: number): Promise<boolean> {
   });
 }
 
+/** @hono/node-server puts the Node request in c.env.incoming. */
+export function nodePeerAddress(c: Context): string | undefined {
+  return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress;
+}
+
 function urlOf(host: string, port: number): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
@@ -99,6 +106,7 @@ export async function startNodeRouter(
     logSink: options.logSink ?? batchedStdoutSink(),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
+    peerAddress: nodePeerAddress,
   });
   const { app, fleet, logger, metrics } = router;
   const sleep = (ms: number) => new Promise<void>((resolve) => router.clock.setTimeout(resolve, ms));
