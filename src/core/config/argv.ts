@@ -4,12 +4,12 @@
  * flag that supplied a bad one. Only syntax errors (unknown flag, missing value) are raised here.
  * argv-tokens.ts splits argv into flag tokens; the readers here apply them to the flag table.
  */
-import { type FlagToken, FlagValues, NUMERIC, tokenizeArgv } from './argv-tokens.ts';
+import { type FlagToken, FlagValues, tokenizeArgv } from './argv-tokens.ts';
+import { type ConfigOverrides, getPath, parseBool, setPath, toNumber } from './config-values.ts';
 import { ConfigError, closest } from './errors.ts';
 import { FLAG_BY_NAME, type FlagSpec, metavar } from './flags.ts';
 
-/** A partial config: the nested shape of RouterConfig with only the values that were given. */
-export type ConfigOverrides = { [key: string]: unknown };
+export { type ConfigOverrides, getPath, parseBool, setPath, toNumber } from './config-values.ts';
 
 /** Who set a config path: the flag (or environment variable) as spelled, and the raw value. */
 export interface FlagOrigin {
@@ -43,38 +43,6 @@ const ROUTING_LOGIC: Readonly<Record<string, { path: string; value: unknown }>> 
   kvaware: { path: 'policy.name', value: 'cache_aware' },
   disaggregated_prefill: { path: 'pd.enabled', value: true },
 };
-
-/** A number when the text is one; otherwise the text itself, so the schema can name the problem. */
-export function toNumber(raw: string): number | string {
-  return NUMERIC.test(raw.trim()) ? Number(raw) : raw;
-}
-
-export function parseBool(raw: string): boolean | undefined {
-  const v = raw.trim().toLowerCase();
-  if (['true', '1', 'yes', 'on'].includes(v)) return true;
-  if (['false', '0', 'no', 'off'].includes(v)) return false;
-  return undefined;
-}
-
-export function getPath(obj: unknown, path: readonly (string | number)[]): unknown {
-  let cur = obj;
-  for (const key of path) {
-    if (cur === null || typeof cur !== 'object') return undefined;
-    cur = (cur as Record<string | number, unknown>)[key];
-  }
-  return cur;
-}
-
-export function setPath(obj: ConfigOverrides, dotPath: string, value: unknown): void {
-  const keys = dotPath.split('.');
-  let cur = obj;
-  for (const key of keys.slice(0, -1)) {
-    const next = cur[key];
-    if (next === null || typeof next !== 'object' || Array.isArray(next)) cur[key] = {};
-    cur = cur[key] as ConfigOverrides;
-  }
-  cur[keys[keys.length - 1]!] = value;
-}
 
 export function parseArgv(argv: readonly string[]): ParsedArgs {
   return parseFlagTokens(argv);
