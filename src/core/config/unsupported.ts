@@ -1,6 +1,6 @@
 /**
  * Features whose flags parse but which this release does not implement. Running without them would
- * silently change what the user asked for (an unauthenticated router, a fleet with no workers), so
+ * silently change what the user asked for (a fleet with no workers, no P/D split), so
  * the router refuses to start and says which flag it was.
  */
 
@@ -9,9 +9,6 @@ import type { RouterConfig } from './schema.ts';
 
 export function unsupportedFeatures(config: RouterConfig): { flag: string; what: string }[] {
   const out: { flag: string; what: string }[] = [];
-  if (config.auth.apiKeyValidationUrls.length > 0) {
-    out.push({ flag: '--api-key-validation-urls', what: 'client authentication' });
-  }
   if (config.pd.enabled || config.pd.prefill.length > 0 || config.pd.decode.length > 0) {
     out.push({
       flag: '--vllm-pd-disaggregation / --prefill / --decode',

@@ -16,6 +16,10 @@ export type RouterErrorCode =
   | 'buffer_budget_exceeded'
   | 'worker_not_found'
   | 'worker_exists'
+  | 'invalid_api_key'
+  | 'auth_unavailable'
+  | 'forbidden'
+  | 'shutdown'
   | 'internal_error';
 
 const ERROR_TYPES: Record<RouterErrorCode, { status: number; type: string }> = {
@@ -30,6 +34,8 @@ const ERROR_TYPES: Record<RouterErrorCode, { status: number; type: string }> = {
   buffer_budget_exceeded: { status: 503, type: 'service_unavailable_error' },
   worker_not_found: { status: 404, type: 'invalid_request_error' },
   worker_exists: { status: 409, type: 'invalid_request_error' },
+  /** Refused by a security rule (admin guard, worker URL allowlist); the message names the flag. */
+  forbidden: { status: 403, type: 'permission_error' },
   no_available_workers: { status: 503, type: 'service_unavailable_error' },
   /** The configured policy routes by session (least_loaded) and the request carries no session id. */
   session_required: { status: 503, type: 'service_unavailable_error' },
@@ -37,6 +43,12 @@ const ERROR_TYPES: Record<RouterErrorCode, { status: number; type: string }> = {
   upstream_timeout: { status: 504, type: 'upstream_error' },
   /** The engine's status arrived, then its body broke: never retried (no second generation). */
   upstream_body_error: { status: 502, type: 'upstream_error' },
+  /** Client auth: no bearer token, a malformed one, or one the validation URLs refused. */
+  invalid_api_key: { status: 401, type: 'authentication_error' },
+  /** Client auth: no validation URL accepted the token and one could not be asked (sent with Retry-After). */
+  auth_unavailable: { status: 503, type: 'service_unavailable_error' },
+  /** The router is shutting down: the grace period ran out before the request finished. */
+  shutdown: { status: 503, type: 'shutdown' },
   internal_error: { status: 500, type: 'internal_error' },
 };
 
@@ -67,8 +79,21 @@ export interface ErrorEnvelope {
   error: { message: string; type: string; code: string; param: string | null };
 }
 
+/**
+ * Transport detail that must never reach a client (the log line keeps it): socket and DNS error
+ * codes, undici's wording, stack frames.
+ */
+const TRANSPORT_DETAIL =
+  /\b(?:UND_ERR_[A-Z_]+|ECONN(?:REFUSED|RESET|ABORTED)|EPIPE|E(?:HOST|NET)UNREACH|ETIMEDOUT|ENOTFOUND|EAI_AGAIN)\b|other side closed|fetch failed|\n\s+at /;
+
+/** A server error's message, unless it carries transport detail: then a generic one. */
+export function clientMessage(err: RouterError): string {
+  if (err.status < 500 || !TRANSPORT_DETAIL.test(err.message)) return err.message;
+  return err.type === 'upstream_error' ? 'worker connection failed' : 'a service the router needs failed';
+}
+
 export function errorEnvelope(err: RouterError): ErrorEnvelope {
-  return { error: { message: err.message, type: err.type, code: err.code, param: err.param } };
+  return { error: { message: clientMessage(err), type: err.type, code: err.code, param: err.param } };
 }
 
 /** A complete error response; extra headers (request id, worker id) are merged in. */
