@@ -89,7 +89,11 @@ describe('worker admin API', () => {
     expect(badRetry.status).toBe(400);
     expect(((await badRetry.json()) as ErrorBody).error.message).toContain('retry.initialBackoffMs');
 
-    const notJson = await fetch(`${stack.router.url}/workers`, { method: 'POST', body: '{nope' });
+    const notJson = await fetch(`${stack.router.url}/workers`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{nope',
+    });
     expect(notJson.status).toBe(400);
 
     const dup = await api('/workers', { method: 'POST', body: { url } });

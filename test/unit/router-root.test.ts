@@ -24,6 +24,8 @@ function build(health: { disabled: boolean }) {
     logSink: () => {},
     clock: new FakeClock(),
     random: seededRandom(3),
+    // A local admin client (the admin API answers loopback peers when no --admin-api-key is set).
+    peerAddress: () => '127.0.0.1',
   });
   return { net, router };
 }

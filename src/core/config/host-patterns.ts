@@ -112,3 +112,35 @@ export function isLoopback(host: string): boolean {
   if (!ip) return false;
   return ip.v6 ? ip.bits === 1n : ip.bits >> 24n === 127n;
 }
+
+/** A peer address is loopback only as an IP literal: 127.0.0.0/8, ::1, ::ffff:127.x (never a name). */
+export function isLoopbackAddress(address: string | undefined): boolean {
+  if (address === undefined || ipBits(address) === undefined) return false;
+  return isLoopback(address);
+}
+
+/**
+ * The host of a `Host` header (or URL authority) without its port, brackets kept off: `[::1]:8080`
+ * → `::1`, `Router.Internal:30000` → `router.internal`. undefined when it is not a well-formed
+ * host[:port] (userinfo, a path, spaces, an empty host, a bad port).
+ */
+export function hostOfAuthority(authority: string): string | undefined {
+  const value = authority.trim().toLowerCase();
+  let host: string;
+  let rest: string;
+  if (value.startsWith('[')) {
+    const close = value.indexOf(']');
+    if (close < 0) return undefined;
+    host = value.slice(1, close);
+    rest = value.slice(close + 1);
+    if (ipv6Bits(host) === undefined) return undefined;
+  } else {
+    const colon = value.lastIndexOf(':');
+    if (value.indexOf(':') !== colon) return ipv6Bits(value) === undefined ? undefined : value;
+    host = colon < 0 ? value : value.slice(0, colon);
+    rest = colon < 0 ? '' : value.slice(colon);
+  }
+  if (rest !== '' && !/^:\d{1,5}$/.test(rest)) return undefined;
+  if (host === '' || /[\s/@?#\\%]/.test(host)) return undefined;
+  return host.replace(/\.$/, '');
+}

@@ -36,6 +36,22 @@ export interface AdminRoute {
 export const badRequest = (message: string, param?: string) =>
   errorResponse(new RouterError('invalid_request', message, param === undefined ? undefined : { param }));
 
+/** The media type of a Content-Type value, lowercased, without parameters. */
+export const mediaTypeOf = (contentType: string) => (contentType.split(';')[0] ?? '').trim().toLowerCase();
+
+/** application/json or a `+json` type (application/merge-patch+json), parameters aside. */
+export function isJsonType(contentType: string | undefined): boolean {
+  if (contentType === undefined) return false;
+  const media = mediaTypeOf(contentType);
+  return media === 'application/json' || (media.startsWith('application/') && media.endsWith('+json'));
+}
+
+/** The 403 for a body that is not announced as JSON (what a cross-site form could send). */
+export const forbiddenBody = () =>
+  errorResponse(
+    new RouterError('forbidden', 'admin change refused: a request body needs Content-Type: application/json'),
+  );
+
 export const unknownWorker = (id: string) =>
   errorResponse(new RouterError('worker_not_found', `no worker with id ${id}`));
 
@@ -54,7 +70,8 @@ function retryOverrideProblem(
 }
 
 /**
- * The one body parser of the admin API (POST and PUT): JSON, validated by `schema`, mapped by
+ * The one body parser of the admin API (POST and PUT): JSON (a body of another or no content type
+ * is refused, as the admin guard does when the type is announced), validated by `schema`, mapped by
  * `toValue`, and a retry override checked against the global retry settings. Either the value or
  * the 400 to answer with.
  */
@@ -65,13 +82,20 @@ export async function readAdminBody<S extends z.ZodType, T extends { retry?: unk
   toValue: (body: z.output<S>) => T,
 ): Promise<{ ok: true; value: T } | { ok: false; response: Response }> {
   let raw: unknown;
+  const text = await c.req.text();
+  if (text !== '' && !isJsonType(c.req.header('content-type'))) {
+    return { ok: false, response: forbiddenBody() };
+  }
   try {
-    raw = await c.req.json();
+    raw = JSON.parse(text);
   } catch {
     throw new RouterError('invalid_json', 'request body is not valid JSON');
   }
   const parsed = schema.safeParse(raw);
-  if (!parsed.success) return { ok: false, response: badRequest(describeIssues(parsed.error)) };
+  if (!parsed.success) {
+    const field = parsed.error.issues[0]?.path.join('.');
+    return { ok: false, response: badRequest(describeIssues(parsed.error), field || undefined) };
+  }
   const value = toValue(parsed.data);
   const problem = retryOverrideProblem(deps.config, value.retry as Partial<RouterConfig['retry']> | null);
   if (problem !== undefined) return { ok: false, response: badRequest(problem, 'retry') };

@@ -1,8 +1,9 @@
 /** The admin API's wire shapes (snake_case, as the anchors' APIs) and their validation. */
 import { z } from 'zod';
 import { breakerFields, retryFields } from '../config/schema.ts';
-import { httpUrl, port } from '../config/schema-parts.ts';
+import { port } from '../config/schema-parts.ts';
 import type { WorkerInfo, WorkerPatch, WorkerSpec } from '../contracts/fleet-api.ts';
+import { workerUrlField } from './worker-url-rules.ts';
 
 // Ranges come from the config schema: an override obeys the same rules as the flag it overrides.
 const breakerBody = z
@@ -27,7 +28,7 @@ const retryBody = z
   .partial();
 
 export const workerBody = z.strictObject({
-  url: httpUrl,
+  url: workerUrlField,
   models: z.array(z.string().min(1)).optional(),
   model_id: z.string().min(1).optional(),
   role: z.enum(['regular', 'prefill', 'decode']).optional(),

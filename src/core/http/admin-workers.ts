@@ -16,6 +16,7 @@ import {
   unknownWorker,
 } from './admin-request.ts';
 import { patchFromBody, specFromBody, workerBody, workerPatchBody, workerView } from './admin-views.ts';
+import { allowlistRefusal, parseWorkerUrl } from './worker-url-rules.ts';
 
 const baseOf = (url: string) => url.replace(/\/+$/, '');
 
@@ -45,6 +46,8 @@ async function addExpanded(deps: AdminDeps, spec: WorkerSpec) {
 async function addWorker(c: Context, deps: AdminDeps): Promise<Response> {
   const read = await readAdminBody(c, deps, workerBody, specFromBody);
   if (!read.ok) return read.response;
+  const refused = allowlistRefusal(deps.config.workers.urlAllowlist, read.value.url);
+  if (refused) return refused;
   const { added, existing } = await addExpanded(deps, read.value);
   if (existing.length > 0 && added.length === 0) {
     return errorResponse(
@@ -71,9 +74,11 @@ async function deleteWorker(c: Context, deps: AdminDeps): Promise<Response> {
 }
 
 async function legacyAdd(c: Context, deps: AdminDeps): Promise<Response> {
-  const parsed = workerBody.shape.url.safeParse(c.req.query('url'));
-  if (!parsed.success) return badRequest(`url: ${parsed.error.issues[0]?.message ?? 'invalid'}`, 'url');
-  const { added, existing } = await addExpanded(deps, { url: parsed.data });
+  const parsed = parseWorkerUrl(c.req.query('url'));
+  if (!parsed.ok) return parsed.response;
+  const refused = allowlistRefusal(deps.config.workers.urlAllowlist, parsed.url);
+  if (refused) return refused;
+  const { added, existing } = await addExpanded(deps, { url: parsed.url });
   return c.json(
     { added: added.map((w) => w.id), already_registered: existing },
     added.length > 0 ? 201 : 200,

@@ -22,6 +22,8 @@ export interface AppOptions {
   peerAddress?: (c: Context) => string | undefined;
   /** Admin routes without --admin-api-key: loopback peers only (Node, Deno) or nobody (Workers). */
   adminWithoutKey?: 'loopback' | 'off';
+  /** The admin Host rule (DNS rebinding); Workers turn it off (see AdminGuardOptions). */
+  adminHostCheck?: boolean;
   /** True once shutdown began: /readiness answers 503 while requests are still served. */
   draining?: () => boolean;
 }
@@ -60,11 +62,12 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
     },
     createAdminGuard(config, {
       withoutKey: options.adminWithoutKey ?? 'loopback',
+      ...(options.adminHostCheck === false ? { hostCheck: false } : {}),
       ...(options.peerAddress ? { peerAddress: options.peerAddress } : {}),
       ...(clientAuth ? { clientAuth } : {}),
     }),
   );
-  registerInferenceRoutes(app, config, createPipelineContext(config, deps), admission);
+  registerInferenceRoutes(app, config, createPipelineContext(config, deps), admission, options.peerAddress);
 
   app.notFound((c) =>
     errorResponse(

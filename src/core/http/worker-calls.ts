@@ -1,4 +1,7 @@
-/** Small router-originated calls to engines (cache flush, info, health_generate), with a timeout. */
+/**
+ * Small router-originated calls to engines (cache flush, engine management, info, health_generate),
+ * with a timeout.
+ */
 import type { Context } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
 import { errorResponse, RouterError } from '../contracts/errors.ts';
@@ -23,17 +26,36 @@ export interface CallResult {
   error?: string;
 }
 
+/** What a call may add: a small body with its headers, and a timeout other than the probes'. */
+export interface CallExtras {
+  body?: Uint8Array;
+  headers?: Record<string, string>;
+  timeoutMs?: number;
+}
+
+/**
+ * `method` on `baseUrl + path` with the engines' bearer (--api-key, never the caller's credentials)
+ * and the health-check timeout unless `extras` gives another.
+ */
 export async function sendToWorker(
   deps: CallDeps,
   baseUrl: string,
   path: string,
   method: string,
+  extras: CallExtras = {},
 ): Promise<CallResult> {
   const { config, clock } = deps;
   const call = await engineCall(
     deps.upstream,
     baseUrl + path,
-    { clock, timeoutMs: config.health.timeoutSecs * 1000, apiKey: config.workers.apiKey, method },
+    {
+      clock,
+      timeoutMs: extras.timeoutMs ?? config.health.timeoutSecs * 1000,
+      apiKey: config.workers.apiKey,
+      method,
+      ...(extras.headers ? { headers: extras.headers } : {}),
+      ...(extras.body ? { body: extras.body } : {}),
+    },
     async (res) => {
       const body = await readUpstreamBody(res.body);
       const flat: Record<string, string> = {};

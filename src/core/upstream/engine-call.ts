@@ -13,6 +13,8 @@ export interface EngineCallOptions {
   apiKey?: string | undefined;
   method?: string;
   headers?: Record<string, string>;
+  /** A small buffered body (admin fan-out calls); none by default. */
+  body?: Uint8Array;
 }
 
 export type EngineCallResult<T> =
@@ -48,7 +50,7 @@ export async function engineCall<T>(
       url,
       method: options.method ?? 'GET',
       headers,
-      body: null,
+      body: options.body ?? null,
       signal: controller.signal,
     });
     return { ok: true, value: await read(res, controller.signal) };
