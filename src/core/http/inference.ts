@@ -3,6 +3,7 @@
  * input, hand the request to the pipeline. Bad input, and a body the budget cannot hold, are
  * answered here and never reach an engine. A buffered body's bytes stay reserved until the
  * exchange finishes (it is kept for retries): the budget is returned with the admission permit.
+ * An OPTIONS request is the router's to answer (CORS, cors.ts), never an engine's.
  */
 import type { Context, Hono } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
@@ -21,6 +22,7 @@ import { extractRoutingInput } from '../routing/routing-input.ts';
 import type { Admission } from './admission.ts';
 import { readBody, tooLargeToBuffer } from './body.ts';
 import { BodyBudget, type Reservation } from './body-budget.ts';
+import { optionsResponse } from './cors.ts';
 import { requestIdOf } from './request-id.ts';
 import { guardedUpload } from './upload-guard.ts';
 
@@ -57,6 +59,8 @@ interface IntakeRules {
   readsRequest: boolean;
   retriesOn: boolean;
   sessionKey: string | undefined;
+  /** Longer routing keys and session ids are ignored (no affinity). */
+  maxKeyBytes: number;
 }
 
 function intakeRules(config: RouterConfig): IntakeRules {
@@ -69,6 +73,7 @@ function intakeRules(config: RouterConfig): IntakeRules {
     readsRequest: needs.text || needs.routingKey || needs.sessionId,
     retriesOn: !config.retry.disabled && config.retry.maxRetries > 1,
     sessionKey: policy.sessionKey,
+    maxKeyBytes: config.sll.maxSessionIdBytes,
   };
 }
 
@@ -87,7 +92,8 @@ function infoOf(c: Context, parsed: unknown, route: string, rules: IntakeRules):
   if (!rules.readsRequest) return info;
   const header = (name: string) => c.req.header(name);
   const body = parsed as Record<string, unknown>;
-  return Object.assign(info, extractRoutingInput(body, route, header, rules.needs, rules.sessionKey));
+  const input = extractRoutingInput(body, route, header, rules.needs, rules.sessionKey, rules.maxKeyBytes);
+  return Object.assign(info, input);
 }
 
 /**
@@ -136,6 +142,7 @@ export function registerInferenceRoutes(
   config: RouterConfig,
   ctx: PipelineContext,
   admission: Admission,
+  peerAddress?: (c: Context) => string | undefined,
 ): void {
   const idHeaders = config.server.requestIdHeaders;
   const rules = intakeRules(config);
@@ -159,7 +166,7 @@ export function registerInferenceRoutes(
       route,
       method,
       target: targetOf(c.req.url),
-      headers: upstreamRequestHeaders(c.req.raw.headers),
+      headers: upstreamRequestHeaders(c.req.raw.headers, { peer: peerAddress?.(c), url: c.req.url }),
       body: read.body,
       clientSignal: c.req.raw.signal,
       requestId,
@@ -171,5 +178,6 @@ export function registerInferenceRoutes(
 
   for (const path of JSON_INFERENCE_ROUTES) app.post(path, handle(path, true));
   // Any other OpenAI path (audio, files, batches, ...) passes through to a selected worker.
-  app.all('/v1/*', handle('/v1/*', false));
+  const passThrough = handle('/v1/*', false);
+  app.all('/v1/*', (c) => (c.req.method === 'OPTIONS' ? optionsResponse() : passThrough(c)));
 }

@@ -1,4 +1,13 @@
-/** Header rules for proxying: what goes upstream, what comes back. */
+/**
+ * Header rules for proxying: what goes upstream, what comes back.
+ * - Upstream: hop-by-hop headers, `Host`, `Content-Length`, `Expect` (the transport sets its own),
+ *   the client's `Cookie`, `Authorization` (the router sends --api-key or nothing) and
+ *   `X-Data-Parallel-Rank` (the router sets it for a DP rank) are dropped. The peer is appended to
+ *   `X-Forwarded-For` and, as `for=`, to `Forwarded`; `X-Forwarded-Proto` and `X-Forwarded-Host`
+ *   are added from the request URL when the client sent none. All in one pass over the headers.
+ * - Back to the client: hop-by-hop headers and the engine's `Access-Control-*` headers are dropped
+ *   (the router's CORS policy is the only one).
+ */
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1): never forwarded in either direction. */
 const HOP_BY_HOP = [
@@ -14,9 +23,18 @@ const HOP_BY_HOP = [
   'upgrade',
 ];
 
-/** Upstream, the transport also sets these itself. */
-const REQUEST_DROP = new Set([...HOP_BY_HOP, 'host', 'content-length', 'expect']);
+/** Upstream: the transport sets these itself, and the client's credentials and DP rank stay here. */
+const REQUEST_DROP = new Set([
+  ...HOP_BY_HOP,
+  'host',
+  'content-length',
+  'expect',
+  'cookie',
+  'authorization',
+  'x-data-parallel-rank',
+]);
 const RESPONSE_DROP = new Set(HOP_BY_HOP);
+const CORS_PREFIX = 'access-control-';
 
 function connectionTokens(value: string | null | undefined): string[] {
   if (!value) return [];
@@ -26,24 +44,71 @@ function connectionTokens(value: string | null | undefined): string[] {
     .filter((t) => t.length > 0 && t !== 'close' && t !== 'keep-alive');
 }
 
-/** The client's headers minus hop-by-hop ones (and any the client's `Connection` header names). */
-export function upstreamRequestHeaders(incoming: Headers): Record<string, string> {
+/** Where a request came from, for the forwarding headers. */
+export interface ForwardedFrom {
+  /** The peer's IP address; undefined where the runtime does not tell it (Workers). */
+  peer: string | undefined;
+  /** The request URL (X-Forwarded-Proto and X-Forwarded-Host come from it). */
+  url: string;
+}
+
+/** An IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) as the IPv4 address it is. */
+export function plainAddress(address: string): string {
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
+  return mapped ? (mapped[1] as string) : address;
+}
+
+/** A `Forwarded` node (RFC 7239): IPv6 quoted and bracketed. */
+function forwardedNode(address: string): string {
+  return address.includes(':') ? `"[${address}]"` : address;
+}
+
+function appendList(existing: string | undefined, item: string): string {
+  return existing === undefined || existing.trim() === '' ? item : `${existing}, ${item}`;
+}
+
+function addForwarding(out: Record<string, string>, from: ForwardedFrom): void {
+  if (from.peer) {
+    const peer = plainAddress(from.peer);
+    out['x-forwarded-for'] = appendList(out['x-forwarded-for'], peer);
+    out.forwarded = appendList(out.forwarded, `for=${forwardedNode(peer)}`);
+  }
+  const { url } = from;
+  const colon = url.indexOf(':');
+  if (out['x-forwarded-proto'] === undefined && colon > 0) out['x-forwarded-proto'] = url.slice(0, colon);
+  if (out['x-forwarded-host'] === undefined && url.startsWith('//', colon + 1)) {
+    const slash = url.indexOf('/', colon + 3);
+    const host = slash < 0 ? url.slice(colon + 3) : url.slice(colon + 3, slash);
+    if (host !== '') out['x-forwarded-host'] = host;
+  }
+}
+
+/**
+ * The headers bound upstream: the client's minus the dropped ones (and any its `Connection` header
+ * names), plus the forwarding headers when `from` is given.
+ */
+export function upstreamRequestHeaders(incoming: Headers, from?: ForwardedFrom): Record<string, string> {
   const out: Record<string, string> = {};
   const extra = connectionTokens(incoming.get('connection'));
   incoming.forEach((value, name) => {
     if (REQUEST_DROP.has(name) || (extra.length > 0 && extra.includes(name))) return;
     out[name] = value;
   });
+  if (from) addForwarding(out, from);
   return out;
 }
 
-/** The engine's headers minus hop-by-hop ones; multi-valued headers joined (set-cookie kept apart). */
+/**
+ * The engine's headers minus hop-by-hop and `Access-Control-*` ones; multi-valued headers joined
+ * (set-cookie kept apart).
+ */
 export function clientResponseHeaders(upstream: Record<string, string | string[]>): Record<string, string> {
   const out: Record<string, string> = {};
   const conn = upstream.connection;
   const extra = connectionTokens(Array.isArray(conn) ? conn.join(',') : conn);
   for (const name in upstream) {
-    if (RESPONSE_DROP.has(name) || (extra.length > 0 && extra.includes(name))) continue;
+    if (RESPONSE_DROP.has(name) || name.startsWith(CORS_PREFIX)) continue;
+    if (extra.length > 0 && extra.includes(name)) continue;
     const value = upstream[name];
     if (value === undefined) continue;
     out[name] = Array.isArray(value) ? value.join(name === 'set-cookie' ? '\n' : ', ') : value;

@@ -12,12 +12,15 @@
  * - sessionId (session policies): the same without the per-request headers (x-request-id,
  *   x-trace-id), which would make every request a new session.
  * With `sessionKey` (--session-key K, production-stack session routing) header K, then body
- * field K (a dotted path reaches nested fields), comes first for both keys.
+ * field K (a dotted path reaches nested fields), comes first for both keys. A key longer than
+ * `maxKeyBytes` (--sll-max-session-id-bytes) in UTF-8 is ignored: the request gets no affinity (no
+ * routing key, no session id), as sticky_least_loaded does with such an id.
  * The text is capped at MAX_ROUTING_TEXT_CHARS without copying what lies past it, and a prompt
  * batch nested deeper than MAX_PROMPT_DEPTH is a 400 (the walk is bounded, never a stack overflow).
  */
 import { RouterError } from '../contracts/errors.ts';
 import type { PolicyNeeds } from '../policies/policy.ts';
+import { utf8Length } from '../policies/session-table.ts';
 import { CappedText } from './capped-text.ts';
 
 export interface RoutingInput {
@@ -204,12 +207,21 @@ export function routingText(body: Json, route: string): string {
   return out.text();
 }
 
+/** A key within the size limit; a longer one is no key at all. */
+function capped(key: string | undefined, maxBytes: number): string | undefined {
+  if (key === undefined) return undefined;
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: only keys that might be too long are measured.
+  if (key.length * 3 <= maxBytes) return key;
+  return key.length > maxBytes || utf8Length(key) > maxBytes ? undefined : key;
+}
+
 export function extractRoutingInput(
   body: Record<string, unknown>,
   route: string,
   header: HeaderLookup,
   needs: PolicyNeeds,
   sessionKey?: string,
+  maxKeyBytes = Number.POSITIVE_INFINITY,
 ): RoutingInput {
   const out: RoutingInput = {};
   if (needs.text) {
@@ -217,11 +229,11 @@ export function extractRoutingInput(
     if (text !== '') out.text = text;
   }
   if (needs.routingKey) {
-    const key = firstKey(body, header, ROUTING_KEY_HEADERS, sessionKey);
+    const key = capped(firstKey(body, header, ROUTING_KEY_HEADERS, sessionKey), maxKeyBytes);
     if (key !== undefined) out.routingKey = key;
   }
   if (needs.sessionId) {
-    const id = firstKey(body, header, SESSION_HEADERS, sessionKey);
+    const id = capped(firstKey(body, header, SESSION_HEADERS, sessionKey), maxKeyBytes);
     if (id !== undefined) out.sessionId = id;
   }
   return out;

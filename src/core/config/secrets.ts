@@ -1,0 +1,31 @@
+/**
+ * Secrets in the configuration (--api-key, --admin-api-key, and any later setting named like a
+ * key, token, secret or password) are masked wherever the configuration is printed or logged:
+ * `maskSecrets(config)` is the copy to print. A secret that is set reads "***"; an unset one stays
+ * unset, so the output still tells whether it is configured.
+ */
+import type { RouterConfig } from './schema.ts';
+
+export const SECRET_MASK = '***';
+
+/** Setting names holding secrets (`workers.apiKey`, `admin.apiKey`, ...; not `sessionKey`). */
+const SECRET_NAME = /(?:apiKey|token|secret|password)$/i;
+
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name);
+}
+
+function masked(value: unknown, name: string): unknown {
+  if (value === undefined || value === null) return value;
+  if (isSecretName(name) && (typeof value === 'string' || typeof value === 'number')) return SECRET_MASK;
+  if (Array.isArray(value)) return value.map((v) => masked(v, name));
+  if (typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = masked(v, k);
+  return out;
+}
+
+/** A copy of `config` with every secret replaced by "***" (the config itself is left as it is). */
+export function maskSecrets(config: RouterConfig): RouterConfig {
+  return masked(config, '') as RouterConfig;
+}
