@@ -25,7 +25,13 @@ export default defineConfig({
         plugins: [
           cloudflareTest(({ inject }) => ({
             wrangler: { configPath: './wrangler.toml' },
-            miniflare: { bindings: { ROUTER_CONFIG: JSON.stringify(routerConfig(inject('engines'))) } },
+            miniflare: {
+              bindings: {
+                ROUTER_CONFIG: JSON.stringify(routerConfig(inject('engines'))),
+                // The same value as ADMIN_KEY in test/runtime/workerd/helpers.ts.
+                ADMIN_API_KEY: 'workerd-test-admin-key',
+              },
+            },
           })),
         ],
         test: {

@@ -1,18 +1,23 @@
 /**
  * The `vllm-edge-router` command, once for every runtime: resolve the configuration (flags, the
  * environment merged over `.env`, ROUTER_CONFIG, `--config FILE`), answer --help, --version and
- * --check-config, start the demo engines when no workers are configured, serve, log the listening
- * line, and drain on SIGTERM/SIGINT (a second signal exits at once: 130 for SIGINT, 143 for SIGTERM).
+ * --check-config, start the demo engines with `--demo` when no workers are configured, serve (the
+ * listeners bind first, the startup probing runs behind them), log the listening line, and drain on
+ * SIGTERM/SIGINT (drainAndStop; a second signal exits at once: 130 for SIGINT, 143 for SIGTERM).
  *
  * Every message and exit code lives here; the host supplies I/O through `CliIo` (Node and Deno
- * main.ts). Exit codes: 0 done, 2 configuration error (ConfigError), 1 anything unexpected.
+ * main.ts). Exit codes: 0 done (after a signal: every request finished), 1 the grace period ran
+ * out and requests were cut, or anything unexpected, 2 configuration error (ConfigError: bad flags,
+ * a port already in use).
  */
 import { parseDotEnv } from './config/dotenv.ts';
 import { ConfigError } from './config/errors.ts';
 import { renderHelp } from './config/help.ts';
 import { type ResolvedConfig, resolveConfig } from './config/load.ts';
 import type { RouterConfig } from './config/schema.ts';
+import { maskSecrets } from './config/secrets.ts';
 import { assertSupported } from './config/unsupported.ts';
+import { type Clock, systemClock } from './contracts/runtime.ts';
 import type { Logger } from './observability/logger.ts';
 
 export const PROGRAM = 'vllm-edge-router';
@@ -29,11 +34,18 @@ export interface ServingRouter {
   logger: Pick<Logger, 'info' | 'warn'>;
   /** Host fields for the listening line (runtime, transport), before workers/policy/metrics. */
   listening?: Record<string, unknown>;
-  /** Stops accepting and drains; true when everything finished within the grace period. */
-  close(): Promise<boolean>;
+  /** Shutdown began: /readiness answers 503 (`shutting_down`) from now on; requests are still served. */
+  beginDrain(): void;
+  /** Closes the listeners (no new connections); resolves once every request in flight has finished. */
+  stopAccepting(): Promise<void>;
+  /**
+   * The grace period is over: cuts what is still in flight (a stream gets a final SSE error event
+   * of type `shutdown`), then closes every connection. Resolves when they are closed.
+   */
+  shutdown(): Promise<void>;
 }
 
-/** Simulated engines for the demo (no workers configured). */
+/** Simulated engines for the demo (`--demo` with no workers configured). */
 export interface DemoEngines {
   urls: string[];
   close(): Promise<void>;
@@ -49,6 +61,33 @@ export type DotEnvFile =
       hint?: string;
     };
 
+/** Why a listener could not bind, as the host classified its error. */
+export type ListenProblem = 'in_use' | 'denied' | 'not_local' | 'other';
+
+/** A listener and the flags that configure it (`--port`/`--host`, `--prometheus-port`/`--prometheus-host`...). */
+export interface ListenTarget {
+  portFlag: string;
+  hostFlag: string;
+  host: string;
+  port: number;
+}
+
+/**
+ * The configuration error (exit 2, one line, no stack) for a listener that could not bind:
+ * `--port 30000: address 127.0.0.1:30000 is already in use`.
+ */
+export function listenError(target: ListenTarget, problem: ListenProblem, detail: string): ConfigError {
+  const { portFlag, hostFlag, host, port } = target;
+  const address = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const message = {
+    in_use: `${portFlag} ${port}: address ${address} is already in use`,
+    denied: `${portFlag} ${port}: no permission to listen on ${address} (ports below 1024 need privileges)`,
+    not_local: `${hostFlag} ${host}: cannot listen on ${address}: not an address of this machine`,
+    other: `${portFlag} ${port}: cannot listen on ${address}: ${detail}`,
+  }[problem];
+  return new ConfigError(message, { flag: problem === 'not_local' ? hostFlag : portFlag });
+}
+
 export interface CliIo {
   argv: readonly string[];
   /** The process environment; its variables win over `.env`. */
@@ -62,8 +101,11 @@ export interface CliIo {
   /** Writes one line to stderr (the writer adds the newline). */
   stderr(line: string): void;
   version: string;
+  /** Binds every listener first (a port in use rejects with `listenError`), then starts probing. */
   serve(config: RouterConfig): Promise<ServingRouter>;
   startDemo(): Promise<DemoEngines>;
+  /** Timers of the drain delay and the grace period (default: the system clock; a fake one in tests). */
+  clock?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   /** Calls `handler` on every delivery of `signal` (a host may ignore signals it cannot watch). */
   onSignal(signal: CliSignal, handler: () => void): void;
   /** Ends the process (the host flushes its logs first). */
@@ -80,9 +122,9 @@ export async function runCli(io: CliIo): Promise<void> {
     } else if (resolved.version) {
       io.stdout(`${PROGRAM} ${io.version}`);
     } else if (resolved.checkConfig) {
-      io.stdout(JSON.stringify(resolved.config, null, 2));
+      io.stdout(JSON.stringify(maskSecrets(resolved.config), null, 2));
     } else {
-      await serveUntilSignal(io, resolved.config);
+      await serveUntilSignal(io, resolved.config, resolved.demo);
       return;
     }
     io.exit(0);
@@ -130,26 +172,103 @@ function fail(io: CliIo, err: unknown): void {
 async function startDemo(io: CliIo): Promise<DemoEngines> {
   const demo = await io.startDemo();
   io.stdout(
-    `No workers configured (--worker-urls): started two simulated vLLM engines for a demo at ${demo.urls.join(', ')}.\n` +
+    `--demo and no workers configured (--worker-urls): started two simulated vLLM engines at ${demo.urls.join(', ')}.\n` +
       `Pass --worker-urls http://HOST:PORT ... to route to real engines.`,
   );
   return demo;
 }
 
-async function serveUntilSignal(io: CliIo, resolved: RouterConfig): Promise<void> {
-  let config = resolved;
-  let demo: DemoEngines | undefined;
-  if (config.workers.urls.length === 0 && !config.pd.enabled) {
-    demo = await startDemo(io);
-    config = { ...config, workers: { ...config.workers, urls: demo.urls } };
+/** Serves; with --demo and no workers, in front of two simulated engines (closed if serving fails). */
+async function serveWithDemo(
+  io: CliIo,
+  config: RouterConfig,
+  wantsDemo: boolean,
+): Promise<{ router: ServingRouter; config: RouterConfig; demo?: DemoEngines }> {
+  if (!wantsDemo || config.workers.urls.length > 0 || config.pd.enabled) {
+    return { router: await io.serve(config), config };
   }
-  const router = await io.serve(config);
+  const demo = await startDemo(io);
+  const withDemo = { ...config, workers: { ...config.workers, urls: demo.urls } };
+  try {
+    return { router: await io.serve(withDemo), config: withDemo, demo };
+  } catch (err) {
+    await demo.close();
+    throw err;
+  }
+}
+
+/** What the operator should know once the router listens: an empty fleet, an ignored --demo. */
+function logStartupNotes(
+  router: ServingRouter,
+  config: RouterConfig,
+  wantsDemo: boolean,
+  demo: boolean,
+): void {
+  if (config.workers.urls.length === 0) {
+    router.logger.warn(
+      'no workers configured: the fleet is empty and /readiness answers 503 (no_available_workers) until one ' +
+        'is healthy; add one with POST /workers or /add_worker (admin API), or restart with --worker-urls ' +
+        '(--demo starts two simulated engines)',
+    );
+  } else if (wantsDemo && !demo) {
+    router.logger.info('--demo ignored: workers are configured, no simulated engines started', {
+      workers: config.workers.urls.length,
+    });
+  }
+}
+
+/** A timer as a promise (a 0 ms one still waits a timer turn, so work already finishing can win). */
+function wait(
+  clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>,
+  ms: number,
+): { done: Promise<void>; cancel(): void } {
+  let handle: unknown;
+  const done = new Promise<void>((resolve) => {
+    handle = clock.setTimeout(resolve, ms);
+  });
+  return { done, cancel: () => clock.clearTimeout(handle) };
+}
+
+/**
+ * The shutdown sequence: /readiness 503 for --shutdown-drain-delay-secs while requests are still
+ * accepted (load balancers take the router out), then the listener closes and the requests in
+ * flight get --shutdown-grace-period-secs. Resolves with the exit code: 0 when everything
+ * finished, 1 when the grace period ran out and requests were cut.
+ */
+async function drainAndStop(io: CliIo, router: ServingRouter, config: RouterConfig, signal: CliSignal) {
+  const { shutdownDrainDelaySecs: delaySecs, shutdownGraceSecs: graceSecs } = config.server;
+  router.logger.info(
+    `${signal} received: /readiness answers 503; the listener closes in ${delaySecs}s, ` +
+      `then requests in flight get ${graceSecs}s (grace)`,
+  );
+  const clock = io.clock ?? systemClock;
+  router.beginDrain();
+  if (delaySecs > 0) await wait(clock, delaySecs * 1000).done;
+  router.logger.info('listener closed: waiting for the requests in flight', { grace_secs: graceSecs });
+  const grace = wait(clock, graceSecs * 1000);
+  const finished = await Promise.race([
+    router.stopAccepting().then(() => true),
+    grace.done.then(() => false),
+  ]);
+  grace.cancel();
+  if (finished) {
+    router.logger.info('drained: every request finished; exiting 0');
+    return 0;
+  }
+  router.logger.warn('grace period over: cutting the requests still in flight; exiting 1');
+  await router.shutdown();
+  return 1;
+}
+
+async function serveUntilSignal(io: CliIo, resolved: RouterConfig, wantsDemo: boolean): Promise<void> {
+  const { router, config, demo } = await serveWithDemo(io, resolved, wantsDemo);
   router.logger.info(`${PROGRAM} listening on ${router.url}`, {
     ...router.listening,
     workers: config.workers.urls.length,
     policy: config.policy.name,
     metrics: router.metricsUrl,
   });
+  logStartupNotes(router, config, wantsDemo, demo !== undefined);
 
   let draining = false;
   const stop = async (signal: CliSignal) => {
@@ -158,10 +277,9 @@ async function serveUntilSignal(io: CliIo, resolved: RouterConfig): Promise<void
       return;
     }
     draining = true;
-    router.logger.info(`${signal} received: draining (grace ${config.server.shutdownGraceSecs}s)`);
-    if (await router.close()) await demo?.close();
-    else router.logger.warn('grace period over: exiting with requests still in flight');
-    io.exit(0);
+    const code = await drainAndStop(io, router, config, signal);
+    if (code === 0) await demo?.close();
+    io.exit(code);
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     io.onSignal(signal, () => {

@@ -15,6 +15,7 @@ import type { Fleet } from './fleet/fleet.ts';
 import { registerFleetCollector } from './fleet/fleet-collector.ts';
 import { createFleetFromConfig } from './fleet/from-config.ts';
 import { refreshWorkers, runHealthTick, waitForHealthyWorker } from './fleet/health-check.ts';
+import { ProbeLog } from './fleet/probe-log.ts';
 import { createRouterApp } from './http/app.ts';
 import { createLogger, type Logger, type LogSink } from './observability/logger.ts';
 import { MetricsRegistry } from './observability/metrics.ts';
@@ -40,6 +41,8 @@ export interface RouterHost {
   peerAddress?: (c: Context) => string | undefined;
   /** Admin routes without --admin-api-key: loopback peers (Node, Deno; the default) or nobody (Workers). */
   adminWithoutKey?: 'loopback' | 'off';
+  /** The admin Host rule against DNS rebinding (default on; Workers turn it off). */
+  adminHostCheck?: boolean;
 }
 
 export interface Router<F extends FleetApi = Fleet> {
@@ -51,11 +54,12 @@ export interface Router<F extends FleetApi = Fleet> {
   metrics: MetricsRegistry;
   clock: Clock;
   /**
-   * Before traffic: with health checks on, probe until a worker is healthy (up to
-   * --worker-startup-timeout-secs; `sleep` waits between rounds); with them off, read each
-   * worker's models once.
+   * The startup round, while the router already serves (/readiness 503 until a worker is healthy):
+   * with health checks on, probe until a worker is healthy (up to --worker-startup-timeout-secs;
+   * `sleep` waits between rounds; a timeout is logged, not thrown); with them off, read each
+   * worker's models once. `signal` stops the wait (shutdown). Resolves true when a worker is healthy.
    */
-  start(sleep: (ms: number) => Promise<void>): Promise<void>;
+  start(sleep: (ms: number) => Promise<void>, signal?: AbortSignal): Promise<boolean>;
   /** Health on: one health tick (the host runs it every --health-check-interval-secs). Off: nothing. */
   healthTick(): Promise<void>;
   /** Health tick with checks on, models lookup with them off (`only`: some base URLs). */
@@ -63,6 +67,13 @@ export interface Router<F extends FleetApi = Fleet> {
   /** Shutdown began: /readiness answers 503 from now on (requests are still served). */
   beginDrain(): void;
   readonly draining: boolean;
+  /**
+   * The grace period is over: every request still running is cut. A stream being relayed gets a
+   * final SSE error event of type `shutdown` (no `[DONE]`), a request not answered yet a 503
+   * `shutdown` error; both are logged with `error: "shutdown"`. Idempotent. (Node and Deno; a
+   * router of the Workers isolates, `createRouterOn`, cuts nothing.)
+   */
+  shutdown(): void;
 }
 
 /** A router around the in-memory fleet the config describes (Node, Deno, the Durable Object). */
@@ -81,7 +92,9 @@ export function createRouter(config: RouterConfig, host: RouterHost): Router<Fle
     },
   });
   registerFleetCollector(metrics, fleet);
-  return assemble(config, { ...host, clock, metrics }, fleet, logger);
+  // Node and Deno cut requests at shutdown. (Only they build `app` from this router: on Workers an
+  // AbortSignal made in one request cannot be watched from another, and isolates do not shut down.)
+  return assemble(config, { ...host, clock, metrics }, fleet, logger, new AbortController());
 }
 
 /** A router around a fleet held elsewhere (the Worker's isolates: the Durable Object by RPC). */
@@ -101,9 +114,10 @@ function assemble<F extends FleetApi>(
   host: RouterHost & { clock: Clock; metrics: MetricsRegistry },
   fleet: F,
   logger: Logger,
+  shutdown?: AbortController,
 ): Router<F> {
   const { clock, metrics, upstream } = host;
-  const tickDeps = { fleet, upstream, clock, config };
+  const tickDeps = { fleet, upstream, clock, config, probeLog: new ProbeLog(logger) };
   const refresh = (only?: readonly string[]) => refreshWorkers(tickDeps, only);
   let app: Hono | undefined;
   let draining = false;
@@ -120,12 +134,14 @@ function assemble<F extends FleetApi>(
           fleet,
           logger,
           metrics,
+          ...(shutdown ? { shutdownSignal: shutdown.signal } : {}),
         },
         {
           refreshWorkers: refresh,
           draining: () => draining,
           ...(host.peerAddress ? { peerAddress: host.peerAddress } : {}),
           ...(host.adminWithoutKey ? { adminWithoutKey: host.adminWithoutKey } : {}),
+          ...(host.adminHostCheck === false ? { adminHostCheck: false } : {}),
         },
       );
       return app;
@@ -134,9 +150,12 @@ function assemble<F extends FleetApi>(
     logger,
     metrics,
     clock,
-    async start(sleep) {
-      if (config.health.disabled) await refresh();
-      else await waitForHealthyWorker({ ...tickDeps, logger, sleep });
+    async start(sleep, signal) {
+      if (!config.health.disabled) {
+        return waitForHealthyWorker({ ...tickDeps, logger, sleep, ...(signal ? { signal } : {}) });
+      }
+      await refresh();
+      return (await fleet.listWorkers()).some((w) => w.healthy);
     },
     async healthTick() {
       if (!config.health.disabled) await runHealthTick(tickDeps);
@@ -147,6 +166,10 @@ function assemble<F extends FleetApi>(
     },
     get draining() {
       return draining;
+    },
+    shutdown() {
+      draining = true;
+      if (shutdown && !shutdown.signal.aborted) shutdown.abort(new Error('router shutting down'));
     },
   };
 }

@@ -169,8 +169,8 @@ export const scenarios = {
     expect(inference(engines)).toEqual([]);
   },
 
-  /** Last: it stops the router. */
-  async 'on SIGTERM stops accepting, lets the in-flight stream finish, then exits 0'({
+  /** Last: it stops the router (started with --shutdown-drain-delay-secs 2). */
+  async 'on SIGTERM answers /readiness 503 while still serving, lets the in-flight stream finish, then exits 0'({
     url,
     engines,
     router,
@@ -180,13 +180,68 @@ export const scenarios = {
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     await reader.read();
     router.child.kill('SIGTERM');
+    await expect
+      .poll(async () => (await fetch(`${url}/readiness`)).json(), { timeout: 5000, interval: 20 })
+      .toMatchObject({ status: 'not_ready', reason: 'shutting_down' });
+    // The drain delay: readiness is 503, and new requests are still answered.
+    const during = await post(url, chat({ max_tokens: 2 }));
+    expect(during.status).toBe(200);
+    await during.arrayBuffer();
     const text = await readAll(reader);
     expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
     expect(await router.exited).toBe(0);
     await expect(fetch(`${url}/liveness`)).rejects.toThrow();
     expect(inference(engines)[0]?.completed).toBe(true);
+    expect(router.output()).toContain('drained: every request finished; exiting 0');
   },
 } satisfies Record<string, (ctx: ScenarioContext) => Promise<void>>;
+
+/** Router flags the scenarios need: a drain delay long enough to see readiness 503 while serving. */
+export const SCENARIO_FLAGS = ['--shutdown-drain-delay-secs', '2'];
+
+/** Router flags of the cut: no drain delay, a grace period much shorter than the stream. */
+export const CUT_FLAGS = ['--shutdown-drain-delay-secs', '0', '--shutdown-grace-period-secs', '0.3'];
+
+/**
+ * A stream still running when the grace period ends: the client gets the final SSE error event of
+ * type `shutdown` (no [DONE]), the engine request is cancelled, the log says `shutdown` (not
+ * client_disconnected), and the process exits 1. `start` runs the router with CUT_FLAGS.
+ */
+export function describeShutdownCut(
+  name: string,
+  start: (engineUrls: string[]) => Promise<RouterProcess>,
+): void {
+  describe(name, () => {
+    it('cuts a stream still running when the grace period ends: shutdown event, no [DONE], exit 1', async () => {
+      const engine = await startSimEngine({ id: 'cut-engine', host: '127.0.0.1', port: 0 });
+      const router = await start([engine.url]);
+      try {
+        prepare([engine], { tokens: 400, ttftMs: 5, itlMs: 25 });
+        const res = await post(router.url, chat({ stream: true }));
+        const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+        await reader.read();
+        router.child.kill('SIGTERM');
+        const text = await readAll(reader);
+        expect(text).not.toContain('[DONE]');
+        const last = text.trimEnd().split('\n\n').at(-1) ?? '';
+        expect(JSON.parse(last.replace(/^data: /, ''))).toEqual({
+          error: { message: 'router shutting down', type: 'shutdown', code: 'shutdown', param: null },
+        });
+        expect(await router.exited).toBe(1);
+        const entry = await engine.engine.waitForLog((e) => e.aborted);
+        expect(entry.completed).toBe(false);
+        const output = router.output();
+        expect(output).toContain('grace period over: cutting the requests still in flight; exiting 1');
+        expect(output).toContain('stream cut by the shutdown');
+        expect(output).toMatch(/INFO +request .*error=shutdown/);
+        expect(output).not.toContain('client_disconnected');
+      } finally {
+        await router.stop();
+        await engine.close();
+      }
+    });
+  });
+}
 
 /**
  * Registers the scenarios as one vitest suite: starts one simulated engine in this process, the

@@ -20,12 +20,37 @@ export interface FleetBindings {
   ROUTER_CONFIG?: string;
   /** Secret: the bearer sent to engines (`workers.apiKey`, --api-key). */
   ROUTER_API_KEY?: string;
+  /** Secret: the bearer the admin API requires (`admin.apiKey`); without it admin routes are off. */
+  ADMIN_API_KEY?: string;
+  /** Client auth (`auth.apiKeyValidationUrls`): validation URLs, comma or space separated. */
+  API_KEY_VALIDATION_URLS?: string;
   /** The fleet object's namespace (typed as `DurableObjectNamespace<FleetObject>` in fleet-object.ts). */
   FLEET: FleetNamespace;
 }
 
 /** The configuration from the bindings, read alike in isolates and the object; throws a ConfigError naming the field. */
-export function readRouterConfig(env: Pick<FleetBindings, 'ROUTER_CONFIG' | 'ROUTER_API_KEY'>): RouterConfig {
+export type ConfigBindings = Pick<
+  FleetBindings,
+  'ROUTER_CONFIG' | 'ROUTER_API_KEY' | 'ADMIN_API_KEY' | 'API_KEY_VALIDATION_URLS'
+>;
+
+function section(raw: Record<string, unknown>, name: string): Record<string, unknown> {
+  const value = raw[name];
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+}
+
+/** The secrets and plain variables that stand for config fields, merged over ROUTER_CONFIG. */
+function withBindings(raw: Record<string, unknown>, env: ConfigBindings): Record<string, unknown> {
+  let out = raw;
+  if (env.ROUTER_API_KEY)
+    out = { ...out, workers: { ...section(out, 'workers'), apiKey: env.ROUTER_API_KEY } };
+  if (env.ADMIN_API_KEY) out = { ...out, admin: { ...section(out, 'admin'), apiKey: env.ADMIN_API_KEY } };
+  const urls = env.API_KEY_VALIDATION_URLS?.split(/[\s,]+/).filter((u) => u !== '') ?? [];
+  if (urls.length > 0) out = { ...out, auth: { ...section(out, 'auth'), apiKeyValidationUrls: urls } };
+  return out;
+}
+
+export function readRouterConfig(env: ConfigBindings): RouterConfig {
   let raw: Record<string, unknown> = {};
   if (env.ROUTER_CONFIG !== undefined && env.ROUTER_CONFIG.trim() !== '') {
     try {
@@ -35,11 +60,7 @@ export function readRouterConfig(env: Pick<FleetBindings, 'ROUTER_CONFIG' | 'ROU
       throw new ConfigError(`ROUTER_CONFIG: not valid JSON: ${detail}`, { flag: 'ROUTER_CONFIG' });
     }
   }
-  if (env.ROUTER_API_KEY) {
-    const workers = typeof raw.workers === 'object' && raw.workers !== null ? raw.workers : {};
-    raw = { ...raw, workers: { ...workers, apiKey: env.ROUTER_API_KEY } };
-  }
-  const config = parseRouterConfig(raw);
+  const config = parseRouterConfig(withBindings(raw, env));
   assertSupported(config);
   return config;
 }

@@ -93,7 +93,9 @@ let cached: { key: string; router: WorkerRouter | { error: ConfigError } } | und
 
 /** The isolate's router for this environment (built on first use, then cached). */
 function routerFor(env: FleetEnv): WorkerRouter | { error: ConfigError } {
-  const key = `${env.ROUTER_CONFIG ?? ''}\u0000${env.ROUTER_API_KEY ?? ''}`;
+  const key = [env.ROUTER_CONFIG, env.ROUTER_API_KEY, env.ADMIN_API_KEY, env.API_KEY_VALIDATION_URLS]
+    .map((v) => v ?? '')
+    .join('\u0000');
   if (cached?.key === key) return cached.router;
   let router: WorkerRouter | { error: ConfigError };
   try {
@@ -118,7 +120,15 @@ function buildRouter(env: FleetEnv): WorkerRouter {
   metrics.client = client;
   const router = createRouterOn(
     config,
-    { upstream: fetchUpstream(), logSink: consoleSink, random: systemRandom, metrics },
+    // No peer address on Workers: without the ADMIN_API_KEY secret the admin API is off.
+    {
+      upstream: fetchUpstream(),
+      logSink: consoleSink,
+      random: systemRandom,
+      metrics,
+      adminWithoutKey: 'off',
+      adminHostCheck: false,
+    },
     client,
   );
   logger = router.logger;

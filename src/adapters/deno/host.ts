@@ -1,7 +1,7 @@
 /**
  * What the Deno command supplies to the core's `runCli`: `.env` from the working directory (a
- * missing read permission is reported, not fatal), the demo's two simulated engines (`Deno.serve`
- * on loopback), the server for the CLI, and signals (Windows can only watch SIGINT).
+ * missing read permission is reported, not fatal), the demo's two simulated engines (`--demo`;
+ * `Deno.serve` on loopback), the server for the CLI, and signals (Windows can only watch SIGINT).
  */
 import type { CliSignal, DemoEngines, DotEnvFile, ServingRouter } from '../../core/cli.ts';
 import type { RouterConfig } from '../../core/config/schema.ts';
@@ -32,15 +32,24 @@ export function startDemoEngines(): Promise<DemoEngines> {
   });
 }
 
-export async function serveDeno(config: RouterConfig, logSink: LogSink): Promise<ServingRouter> {
-  const router = await startDenoRouter(config, { logSink });
-  return {
+/** The command's server: listens at once, probes the workers behind the listener. */
+export function serveDeno(config: RouterConfig, logSink: LogSink): Promise<ServingRouter> {
+  const router = startDenoRouter(config, { logSink });
+  return Promise.resolve({
     url: router.url,
     metricsUrl: router.metricsUrl,
     logger: router.logger,
-    listening: { runtime: `deno ${Deno.version.deno}`, transport: 'fetch' },
-    close: () => router.close(),
-  };
+    listening: {
+      runtime: `deno ${Deno.version.deno}`,
+      transport: 'fetch',
+      // Deno.serve has no keep-alive setting: Deno closes idle connections on its own schedule.
+      keep_alive_timeout_secs: 'not applicable on Deno',
+      ...(router.healthUrl === undefined ? {} : { health: router.healthUrl }),
+    },
+    beginDrain: () => router.beginDrain(),
+    stopAccepting: () => router.stopAccepting(),
+    shutdown: () => router.shutdown(),
+  });
 }
 
 export function onSignal(signal: CliSignal, handler: () => void): void {

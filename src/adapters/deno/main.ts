@@ -1,13 +1,15 @@
 /**
  * `vllm-edge-router` on Deno: the core's command (src/core/cli.ts) with Deno's I/O: flags,
- * environment (.env), config file, the demo engines, the `Deno.serve` server and signals.
+ * environment (.env), config file, the demo engines, the `Deno.serve` server, timers and signals.
  *
  *   deno run --allow-net --allow-env --allow-read src/adapters/deno/main.ts [flags]
  *
- * The same flags as `npm start` (the core's parser). Deno-only APIs live in this folder.
+ * The same flags and exit codes as the Node command (the core's parser and runCli); simulated
+ * engines only with --demo. Deno-only APIs live in this folder.
  */
 import pkg from '../../../package.json' with { type: 'json' };
 import { runCli } from '../../core/cli.ts';
+import { systemClock } from '../../core/contracts/runtime.ts';
 import { onSignal, readDotEnv, serveDeno, startDemoEngines } from './host.ts';
 import { batchedStdoutSink } from './log-sink.ts';
 
@@ -23,6 +25,7 @@ void runCli({
   version: pkg.version,
   serve: (config) => serveDeno(config, log.sink),
   startDemo: startDemoEngines,
+  clock: systemClock,
   onSignal,
   exit: (code) => {
     // The last lines (the drain message) are still batched: write them before exiting.

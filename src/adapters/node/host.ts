@@ -1,6 +1,6 @@
 /**
  * What the Node command supplies to the core's `runCli`: `.env` from the working directory, the
- * demo's two simulated engines (@hono/node-server on loopback), and the server for the CLI
+ * demo's two simulated engines (`--demo`; @hono/node-server on loopback), and the server for the CLI
  * (undici transport by default; VLLM_EDGE_ROUTER_TRANSPORT=fetch uses the global fetch, for
  * comparing transports).
  */
@@ -37,14 +37,24 @@ export async function startDemoEngines(): Promise<DemoEngines> {
   };
 }
 
+/** The command's server: listens at once, probes the workers behind the listener. */
 export async function serveNode(config: RouterConfig): Promise<ServingRouter> {
   const transport = process.env.VLLM_EDGE_ROUTER_TRANSPORT === 'fetch' ? 'fetch' : 'undici';
-  const router = await startNodeRouter(config, transport === 'fetch' ? { upstream: fetchUpstream() } : {});
+  const router = await startNodeRouter(config, {
+    startup: 'background',
+    ...(transport === 'fetch' ? { upstream: fetchUpstream() } : {}),
+  });
   return {
     url: router.url,
     ...(router.metricsUrl === undefined ? {} : { metricsUrl: router.metricsUrl }),
     logger: router.logger,
-    listening: { transport },
-    close: () => router.drain(),
+    listening: {
+      transport,
+      keep_alive_timeout_secs: config.server.keepAliveTimeoutSecs,
+      ...(router.healthUrl === undefined ? {} : { health: router.healthUrl }),
+    },
+    beginDrain: () => router.beginDrain(),
+    stopAccepting: () => router.stopAccepting(),
+    shutdown: () => router.shutdown(),
   };
 }

@@ -1,10 +1,13 @@
 /**
  * `vllm-edge-router` on Node: the core's command (src/core/cli.ts) with Node's I/O: flags,
- * environment (.env), config file, the demo engines, the undici-backed server and signals.
+ * environment (.env), config file, the demo engines (--demo), the undici-backed server, timers and
+ * signals. The process exit code is the command's: 0, 1 (requests cut at shutdown), 2 (bad
+ * configuration, a port in use), 130/143 (a second signal).
  */
 import { readFileSync } from 'node:fs';
 import pkg from '../../../package.json' with { type: 'json' };
 import { runCli } from '../../core/cli.ts';
+import { systemClock } from '../../core/contracts/runtime.ts';
 import { readDotEnv, serveNode, startDemoEngines } from './host.ts';
 
 void runCli({
@@ -17,6 +20,7 @@ void runCli({
   version: pkg.version,
   serve: serveNode,
   startDemo: startDemoEngines,
+  clock: systemClock,
   onSignal: (signal, handler) => void process.on(signal, handler),
   // After the log lines already batched for this turn (setImmediate runs callbacks in order).
   exit: (code) => void setImmediate(() => process.exit(code)),

@@ -1,21 +1,32 @@
 /**
  * Runs the router on Node: builds the dependencies (undici transport, system clock, in-memory fleet),
- * serves `app.fetch` with @hono/node-server, serves /metrics on the Prometheus listener, and stops
- * gracefully (stop accepting, let in-flight streams finish within the grace period, then close).
+ * binds its listeners first (the router, /metrics on the Prometheus listener, the probes on
+ * --health-check-port), then runs the startup probing behind them (/readiness answers 503 until a
+ * worker is healthy) and the health loop, and stops in steps the command sequences: readiness 503
+ * (`beginDrain`), no new connections (`stopAccepting`), and the cut after the grace period
+ * (`shutdown`: streams still running get the `shutdown` SSE event, then every connection closes).
  */
 
 import type { IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import type { Context, Hono } from 'hono';
 import type { RouterConfig } from '../../core/config/schema.ts';
+import { errorResponse, RouterError } from '../../core/contracts/errors.ts';
 import type { Clock, Random } from '../../core/contracts/runtime.ts';
 import type { Upstream } from '../../core/contracts/upstream.ts';
 import type { Fleet } from '../../core/fleet/fleet.ts';
 import { metricsResponse } from '../../core/http/routes.ts';
 import type { Logger, LogSink } from '../../core/observability/logger.ts';
 import type { MetricsRegistry } from '../../core/observability/metrics.ts';
-import { createRouter } from '../../core/router.ts';
+import { createRouter, type Router } from '../../core/router.ts';
+import {
+  applyKeepAlive,
+  closeGracefully,
+  closeNow,
+  createNodeServer,
+  listenOn,
+  type NodeServer,
+  urlOf,
+} from './listen.ts';
 import { batchedStdoutSink } from './log-sink.ts';
 import { createUndiciUpstream } from './upstream.ts';
 
@@ -26,8 +37,12 @@ export interface NodeRouterOptions {
   logSink?: LogSink;
   /** Serve /metrics on --prometheus-host:--prometheus-port too (default true). */
   metricsListener?: boolean;
-  /** Before serving, wait for a healthy worker (health checks on) or read models (off). Default true. */
-  startup?: boolean;
+  /**
+   * The startup round (probe until a worker is healthy; read models with checks off), always after
+   * the listeners are up: `wait` (default; also `true`) resolves `startNodeRouter` once it is done,
+   * `background` (the command) at once, `skip` (also `false`) runs none.
+   */
+  startup?: 'wait' | 'background' | 'skip' | boolean;
   /** Run the health tick every --health-check-interval-secs (default true; tests call `healthTick`). */
   healthLoop?: boolean;
 }
@@ -36,63 +51,148 @@ export interface NodeRouter {
   url: string;
   port: number;
   metricsUrl?: string;
+  /** The probes listener (--health-check-port), when configured. */
+  healthUrl?: string;
   app: Hono;
   fleet: Fleet;
   logger: Logger;
   metrics: MetricsRegistry;
+  /** Resolves when the startup round is over: true when a worker is healthy. */
+  ready: Promise<boolean>;
   /** Runs one health tick now. */
   healthTick(): Promise<void>;
-  /** Stops accepting, waits up to `graceMs` for in-flight requests, then closes everything. */
+  /** /readiness answers 503 from now on; requests are still served. */
+  beginDrain(): void;
+  /** Closes the listeners; resolves once every request in flight has finished. */
+  stopAccepting(): Promise<void>;
+  /** Cuts what is still in flight (streams get the shutdown event), closes every connection. */
+  shutdown(): Promise<void>;
+  /** `drain`, ignoring the result. */
   close(graceMs?: number): Promise<void>;
   /**
-   * `close`, resolving true when the in-flight requests all finished, false when the grace period
-   * ran out first (the rest were cut).
+   * Stops accepting and waits up to `graceMs` for the requests in flight, then cuts the rest.
+   * Resolves true when they all finished, false when the grace period ran out first.
    */
   drain(graceMs?: number): Promise<boolean>;
 }
 
-type NodeServer = ReturnType<typeof serve> & {
-  closeAllConnections?: () => void;
-  closeIdleConnections?: () => void;
-};
+/** After the cut, how long streams get to send their shutdown event before connections are closed. */
+const CUT_FLUSH_MS = 1000;
 
-function listen(server: NodeServer): Promise<AddressInfo> {
-  return new Promise((resolve, reject) => {
-    if (server.listening) {
-      resolve(server.address() as AddressInfo);
-      return;
-    }
-    server.once('listening', () => resolve(server.address() as AddressInfo));
-    server.once('error', reject);
-  });
-}
-
-/** Resolves true when every connection ended within `graceMs`, false when the rest were cut. */
-function closeServer(server: NodeServer, graceMs: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    let drained = true;
-    const timer = setTimeout(() => {
-      drained = false;
-      server.closeAllConnections?.();
-    }, graceMs);
-    // Keep-alive connections become idle as their last response ends: close them as they do.
-    const sweep = setInterval(() => server.closeIdleConnections?.(), 100);
-    server.close(() => {
-      clearTimeout(timer);
-      clearInterval(sweep);
-      resolve(drained);
-    });
-    server.closeIdleConnections?.();
-  });
-}
+const PROBES = new Set(['/health', '/liveness', '/readiness']);
 
 /** @hono/node-server puts the Node request in c.env.incoming. */
 export function nodePeerAddress(c: Context): string | undefined {
   return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress;
 }
 
-function urlOf(host: string, port: number): string {
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+function timer(ms: number): { done: Promise<false>; cancel(): void } {
+  let handle: ReturnType<typeof setTimeout> | undefined;
+  const done = new Promise<false>((resolve) => {
+    handle = setTimeout(() => resolve(false), ms);
+  });
+  return { done, cancel: () => clearTimeout(handle) };
+}
+
+/** Resolves true when `work` ends within `ms`, false otherwise. */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  const t = timer(ms);
+  const inTime = await Promise.race([work.then(() => true as const), t.done]);
+  t.cancel();
+  return inTime;
+}
+
+interface Listeners {
+  server: NodeServer;
+  port: number;
+  metrics?: { server: NodeServer; url: string };
+  health?: { server: NodeServer; url: string };
+}
+
+/** Binds every listener, or none: one that cannot bind closes those already bound. */
+async function bindAll(config: RouterConfig, app: Hono, router: Router, withMetrics: boolean) {
+  const bound: NodeServer[] = [];
+  const bind = async (server: NodeServer, target: Parameters<typeof listenOn>[1]) => {
+    bound.push(server);
+    const address = await listenOn(server, target);
+    return { server, port: address.port, url: urlOf(target.host, address.port) };
+  };
+  try {
+    const main = createNodeServer(app.fetch, config.server.host);
+    applyKeepAlive(main, config.server.keepAliveTimeoutSecs);
+    const { host, port } = config.server;
+    const listeners: Listeners = (({ server, port }) => ({ server, port }))(
+      await bind(main, { portFlag: '--port', hostFlag: '--host', host, port }),
+    );
+    if (withMetrics) {
+      const { host, port } = config.metrics;
+      const m = await bind(
+        createNodeServer(() => metricsResponse(router.metrics), host),
+        {
+          portFlag: '--prometheus-port',
+          hostFlag: '--prometheus-host',
+          host,
+          port,
+        },
+      );
+      listeners.metrics = { server: m.server, url: `${m.url}/metrics` };
+    }
+    if (config.health.port !== undefined) {
+      const probes = (req: Request, env: unknown) =>
+        PROBES.has(new URL(req.url).pathname)
+          ? app.fetch(req, env)
+          : errorResponse(new RouterError('not_found', 'this port serves /health, /liveness and /readiness'));
+      const h = await bind(createNodeServer(probes, host), {
+        portFlag: '--health-check-port',
+        hostFlag: '--host',
+        host,
+        port: config.health.port,
+      });
+      listeners.health = { server: h.server, url: h.url };
+    }
+    return listeners;
+  } catch (err) {
+    await Promise.all(bound.map(closeNow));
+    throw err;
+  }
+}
+
+/**
+ * The startup round behind the listeners, then the health loop. Stopped by `stopping` (its sleeps
+ * end at once); resolves true when a worker is healthy.
+ */
+function runStartup(router: Router, options: NodeRouterOptions, stopping: AbortSignal) {
+  const { config, logger } = router;
+  let healthTimer: ReturnType<typeof setInterval> | undefined;
+  const startHealthLoop = () => {
+    if (!(options.healthLoop ?? true) || config.health.disabled || stopping.aborted) return;
+    healthTimer = setInterval(() => {
+      router.healthTick().catch((err: unknown) => logger.error('health tick failed', { error: err }));
+    }, config.health.intervalSecs * 1000);
+    healthTimer.unref();
+  };
+  stopping.addEventListener('abort', () => clearInterval(healthTimer), { once: true });
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const wake = () => {
+        router.clock.clearTimeout(handle);
+        resolve();
+      };
+      const handle = router.clock.setTimeout(() => {
+        stopping.removeEventListener('abort', wake);
+        resolve();
+      }, ms);
+      stopping.addEventListener('abort', wake, { once: true });
+    });
+  const skip = options.startup === 'skip' || options.startup === false;
+  const ready = skip
+    ? Promise.resolve(false)
+    : router.start(sleep, stopping).catch((err: unknown) => {
+        logger.error('startup probing failed', { error: err });
+        return false;
+      });
+  void ready.then(startHealthLoop);
+  return ready;
 }
 
 export async function startNodeRouter(
@@ -100,66 +200,64 @@ export async function startNodeRouter(
   options: NodeRouterOptions = {},
 ): Promise<NodeRouter> {
   const ownedUpstream = options.upstream ? undefined : createUndiciUpstream();
-  const upstream = options.upstream ?? (ownedUpstream as Upstream);
+  let upstreamClosed: Promise<void> | undefined;
+  const closeUpstream = () => (upstreamClosed ??= ownedUpstream?.close() ?? Promise.resolve());
   const router = createRouter(config, {
-    upstream,
+    upstream: options.upstream ?? (ownedUpstream as Upstream),
     logSink: options.logSink ?? batchedStdoutSink(),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     peerAddress: nodePeerAddress,
   });
   const { app, fleet, logger, metrics } = router;
-  const sleep = (ms: number) => new Promise<void>((resolve) => router.clock.setTimeout(resolve, ms));
-  if (options.startup ?? true) await router.start(sleep);
-  let healthTimer: ReturnType<typeof setInterval> | undefined;
-  if ((options.healthLoop ?? true) && !config.health.disabled) {
-    healthTimer = setInterval(() => {
-      router.healthTick().catch((err: unknown) => logger.error('health tick failed', { error: err }));
-    }, config.health.intervalSecs * 1000);
-    healthTimer.unref();
+  let listeners: Listeners;
+  try {
+    listeners = await bindAll(config, app, router, options.metricsListener ?? true);
+  } catch (err) {
+    await closeUpstream();
+    throw err;
   }
+  const others = [listeners.metrics?.server, listeners.health?.server].filter((s) => s !== undefined);
+  const stopping = new AbortController();
+  const ready = runStartup(router, options, stopping.signal);
+  if (options.startup === undefined || options.startup === 'wait' || options.startup === true) await ready;
 
-  const server = serve({
-    fetch: app.fetch,
-    hostname: config.server.host,
-    port: config.server.port,
-  }) as NodeServer;
-  const address = await listen(server);
-
-  let metricsServer: NodeServer | undefined;
-  let metricsUrl: string | undefined;
-  if (options.metricsListener ?? true) {
-    metricsServer = serve({
-      fetch: () => metricsResponse(metrics),
-      hostname: config.metrics.host,
-      port: config.metrics.port,
-    }) as NodeServer;
-    const metricsAddress = await listen(metricsServer);
-    metricsUrl = `${urlOf(config.metrics.host, metricsAddress.port)}/metrics`;
-  }
-
-  let closing: Promise<boolean> | undefined;
-  const drain = (graceMs = config.server.shutdownGraceSecs * 1000) => {
-    closing ??= (async () => {
-      if (healthTimer) clearInterval(healthTimer);
-      const [drained] = await Promise.all([
-        closeServer(server, graceMs),
-        metricsServer ? closeServer(metricsServer, 0) : Promise.resolve(true),
-      ]);
-      await ownedUpstream?.close();
-      return drained;
-    })();
+  let closing: Promise<void> | undefined;
+  const stopAccepting = () => {
+    stopping.abort();
+    closing ??= Promise.all([closeGracefully(listeners.server), ...others.map(closeNow)]).then(() => {});
     return closing;
   };
+  let cutting: Promise<void> | undefined;
+  const shutdown = () => {
+    cutting ??= (async () => {
+      router.shutdown();
+      const closed = stopAccepting();
+      if (!(await within(closed, CUT_FLUSH_MS))) listeners.server.closeAllConnections?.();
+      await closed;
+      await closeUpstream();
+    })();
+    return cutting;
+  };
+  const drain = async (graceMs = config.server.shutdownGraceSecs * 1000) => {
+    const finished = await within(stopAccepting(), graceMs);
+    await (finished ? closeUpstream() : shutdown());
+    return finished;
+  };
   return {
-    url: urlOf(config.server.host, address.port),
-    port: address.port,
-    ...(metricsUrl === undefined ? {} : { metricsUrl }),
+    url: urlOf(config.server.host, listeners.port),
+    port: listeners.port,
+    ...(listeners.metrics ? { metricsUrl: listeners.metrics.url } : {}),
+    ...(listeners.health ? { healthUrl: listeners.health.url } : {}),
     app,
     fleet,
     logger,
     metrics,
+    ready,
     healthTick: () => router.healthTick(),
+    beginDrain: () => router.beginDrain(),
+    stopAccepting,
+    shutdown,
     close: async (graceMs) => void (await drain(graceMs)),
     drain,
   };

@@ -98,6 +98,18 @@ function parseModels(text: string | undefined): string[] | undefined {
   }
 }
 
+/**
+ * The transport's message, with its cause when the message hides it (Node's fetch says only
+ * `fetch failed`; the cause says `connect ECONNREFUSED ...`), so the health log can tell why.
+ */
+function failureText(call: { error: unknown; message: string }): string {
+  const cause = call.error instanceof Error ? call.error.cause : undefined;
+  if (!(cause instanceof Error)) return call.message;
+  const code = (cause as { code?: unknown }).code;
+  const detail = cause.message || (typeof code === 'string' ? code : '');
+  return detail === '' || call.message.includes(detail) ? call.message : `${call.message}: ${detail}`;
+}
+
 /** Probes one base URL. Never rejects. */
 export async function probeWorker(upstream: Upstream, url: string, opts: ProbeOptions): Promise<ProbeResult> {
   const base = url.replace(/\/+$/, '');
@@ -116,7 +128,8 @@ export async function probeWorker(upstream: Upstream, url: string, opts: ProbeOp
       return models && models.length > 0 ? { ok, status: res.status, models } : { ok, status: res.status };
     },
   );
-  if (!call.ok) return { ok: false, error: call.timedOut ? `timeout after ${timeoutMs} ms` : call.message };
+  if (!call.ok)
+    return { ok: false, error: call.timedOut ? `timeout after ${timeoutMs} ms` : failureText(call) };
   const result = call.value;
   if (result.ok && opts.models === true && !modelsInBody) {
     const remaining = Math.max(1, timeoutMs - (clock.monotonic() - started));

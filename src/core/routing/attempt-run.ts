@@ -8,7 +8,7 @@ import { RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome, RoutedWorker, RouteInput } from '../contracts/fleet-api.ts';
 import type { UpstreamResponse } from '../contracts/upstream.ts';
 import { backoffDelayMs, maxAttempts, type RetrySettings } from '../resilience/backoff.ts';
-import type { Exchange } from './exchange.ts';
+import { type Exchange, SHUTDOWN } from './exchange.ts';
 import type { AttemptTracker } from './stall-watch.ts';
 
 /** One leg to send: the regular request, or a prefill or decode leg. */
@@ -151,9 +151,10 @@ export class AttemptRun {
     return this.ex.sleep(delay);
   }
 
-  /** The result once the client left or the deadline passed. */
+  /** The result once the client left, the deadline passed or the router shut down. */
   stopped(): LegResult {
     if (this.ex.clientGone) return { kind: 'aborted' };
+    if (this.ex.shutDown) return { kind: 'error', error: new RouterError('shutdown', SHUTDOWN) };
     const message = `request timed out after ${this.ex.ctx.timeoutMs} ms`;
     return { kind: 'error', error: new RouterError('upstream_timeout', message) };
   }

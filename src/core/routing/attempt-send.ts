@@ -4,7 +4,8 @@
  * which may abandon it while it waits for its first byte; an abandoned attempt is retried
  * elsewhere. A failure after the engine's status arrived (its body broke) is never retried.
  * Client faults (an upload over the size limit) are answered to the client and recorded on no
- * engine.
+ * engine. A transport failure's detail (socket errors, addresses) goes to the log line only: the
+ * client gets a generic message with the request id.
  */
 import { RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome, RoutedWorker } from '../contracts/fleet-api.ts';
@@ -14,12 +15,23 @@ import type { AttemptTracker } from './stall-watch.ts';
 
 export type Sent = { kind: 'sent'; answered: Answered };
 
-function describe(err: unknown): string {
+function describeOne(err: unknown): string {
   if (err instanceof Error) {
     const code = (err as { code?: unknown }).code;
-    return typeof code === 'string' ? `${code} ${err.message}` : err.message;
+    return typeof code === 'string' && !err.message.includes(code) ? `${code} ${err.message}` : err.message;
   }
   return String(err);
+}
+
+/** A transport error for the log: its code and message, and its causes' (fetch wraps the socket's). */
+export function transportDetail(err: unknown): string {
+  let out = describeOne(err);
+  let cause = err instanceof Error ? err.cause : undefined;
+  for (let depth = 0; cause !== undefined && depth < 3; depth++) {
+    out += `: ${describeOne(cause)}`;
+    cause = cause instanceof Error ? cause.cause : undefined;
+  }
+  return out;
 }
 
 const errorNext = (error: RouterError, outcome?: AttemptOutcome): Next => ({
@@ -69,8 +81,8 @@ async function failedSend(
   const { ex } = run;
   const { worker, lease, tracker } = attempt;
   const { fleet, logger } = ex.ctx.deps;
-  if (ex.clientGone || ex.timedOut) {
-    await fleet.settle(lease, ex.clientGone ? { kind: 'aborted' } : { kind: 'failure' });
+  if (ex.stopped) {
+    await fleet.settle(lease, ex.timedOut ? { kind: 'failure' } : { kind: 'aborted' });
     return { kind: 'done', result: run.stopped() };
   }
   const fault = ex.call.uploadFault?.();
@@ -81,7 +93,7 @@ async function failedSend(
   if (tracker.abandoned) return abandoned(run, worker, lease, tracker);
   if (err instanceof UpstreamBodyError) {
     await run.settle(worker, lease, { kind: 'failure', status: err.status, stalled: true });
-    const message = `the response of worker ${worker.id} broke after its status: ${err.message}`;
+    const message = `the worker's response broke after its status (request id ${ex.call.requestId})`;
     return errorNext(new RouterError('upstream_body_error', message, { cause: err }), { kind: 'failure' });
   }
   await run.settle(worker, lease, { kind: 'failure' });
@@ -90,11 +102,11 @@ async function failedSend(
     logger.debug('transport failure', {
       request_id: ex.call.requestId,
       worker: worker.id,
-      error: describe(err),
+      error: transportDetail(err),
     });
   }
   if (run.mayRetry()) return { kind: 'again' }; // reroute at once; back off only when no candidate is left
-  const message = `request to worker ${worker.id} failed: ${describe(err)}`;
+  const message = `worker connection failed (request id ${ex.call.requestId})`;
   return errorNext(new RouterError('upstream_unreachable', message, { cause: err }), { kind: 'failure' });
 }
 
@@ -141,11 +153,11 @@ export async function firstByteStep(run: AttemptRun, a: Answered, outcome: Attem
   if (tracker.abandoned && run.buffered) return abandoned(run, worker, lease, tracker);
   if (!read.ok || tracker.abandoned) {
     ex.ctx.stalls.end(tracker);
-    if (ex.clientGone || ex.timedOut)
-      return failedSend(run, { worker, lease, tracker }, read.ok ? undefined : read.error);
+    if (ex.stopped) return failedSend(run, { worker, lease, tracker }, read.ok ? undefined : read.error);
     await run.settle(worker, lease, { kind: 'failure', status: res.status, stalled: true });
-    const message = `the stream of worker ${worker.id} broke before its first chunk`;
-    return errorNext(new RouterError('upstream_body_error', message), { kind: 'failure' });
+    const message = `the worker's stream broke before its first chunk (request id ${ex.call.requestId})`;
+    const cause = read.ok ? undefined : { cause: read.error };
+    return errorNext(new RouterError('upstream_body_error', message, cause), { kind: 'failure' });
   }
   const firstByteMs = ex.ctx.stalls.firstByte(tracker);
   const result = { kind: 'response' as const, res, worker, lease, outcome: { ...outcome, firstByteMs } };

@@ -23,6 +23,8 @@ export interface RouterDeps {
   fleet: FleetApi;
   logger: Logger;
   metrics: MetricsRegistry;
+  /** Aborted when the router shuts down (the grace period ran out): requests still running are cut. */
+  shutdownSignal?: AbortSignal;
 }
 
 export interface PipelineContext {
@@ -36,7 +38,7 @@ export interface PipelineContext {
   stalls: StallWatch;
   /** Longest silence between the chunks of a started answer (ms, 0 = off), streaming and not. */
   idleTimeoutMs: { stream: number; plain: number };
-  /** Bearer sent to engines (--api-key); otherwise the client's Authorization passes through. */
+  /** Bearer sent to engines (--api-key); otherwise none: the client's Authorization is never forwarded. */
   apiKey?: string;
 }
 

@@ -11,6 +11,7 @@ import type { PipelineContext, ProxyCall } from './context.ts';
 export const CLIENT_GONE = 'client disconnected';
 export const TIMED_OUT = 'request timeout';
 export const ABANDONED = 'attempt abandoned';
+export const SHUTDOWN = 'router shutting down';
 
 export class Exchange {
   readonly started: number;
@@ -37,9 +38,13 @@ export class Exchange {
     if (clientSignal.aborted) this.ctl.abort(CLIENT_GONE);
     else clientSignal.addEventListener('abort', this.onClientAbort);
     this.timer = ctx.deps.clock.setTimeout(() => this.ctl.abort(TIMED_OUT), ctx.timeoutMs);
+    const shutdown = ctx.deps.shutdownSignal;
+    if (shutdown?.aborted) this.ctl.abort(SHUTDOWN);
+    else shutdown?.addEventListener('abort', this.onShutdown);
   }
 
   private readonly onClientAbort = () => this.ctl.abort(CLIENT_GONE);
+  private readonly onShutdown = () => this.ctl.abort(SHUTDOWN);
 
   get controller(): AbortController {
     return this.ctl;
@@ -66,6 +71,16 @@ export class Exchange {
 
   get timedOut(): boolean {
     return this.ctl.signal.reason === TIMED_OUT;
+  }
+
+  /** The router shut down while this request was still running. */
+  get shutDown(): boolean {
+    return this.ctl.signal.reason === SHUTDOWN;
+  }
+
+  /** The request stops here: the client left, the deadline passed or the router shut down. */
+  get stopped(): boolean {
+    return this.clientGone || this.timedOut || this.shutDown;
   }
 
   elapsedMs(): number {
@@ -101,6 +116,7 @@ export class Exchange {
     const { deps, instruments } = this.ctx;
     if (this.timer !== undefined) deps.clock.clearTimeout(this.timer);
     this.call.clientSignal.removeEventListener('abort', this.onClientAbort);
+    deps.shutdownSignal?.removeEventListener('abort', this.onShutdown);
     this.call.release();
     if (this.lease !== 0 && outcome) void deps.fleet.settle(this.lease, outcome);
     const { route, method } = this.call;

@@ -1,10 +1,12 @@
 /**
  * The request pipeline: run the attempt loop for the request's leg, then answer. The response body
  * is relayed chunk by chunk; its end, error or cancellation finishes the exchange (lease settled,
- * metrics and log line) exactly once.
+ * metrics and log line) exactly once. Clients never see a transport error's detail (socket errors,
+ * addresses): their messages are generic and carry the request id; the log line has the detail.
  */
 import { errorResponse, type RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome } from '../contracts/fleet-api.ts';
+import { transportDetail } from './attempt-send.ts';
 import { runAttempts } from './attempts.ts';
 import type { PipelineContext, ProxyCall } from './context.ts';
 import { Exchange } from './exchange.ts';
@@ -81,15 +83,17 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
       ex.firstChunkAt = ctx.deps.clock.monotonic();
     },
     onChunk: () => ctx.stalls.progress(worker.id),
-    deadline: { signal: ex.signal, passed: () => ex.timedOut },
+    deadline: { signal: ex.signal, passed: () => ex.timedOut || ex.shutDown },
     ...(idleMs > 0 ? { idle: { ms: idleMs, clock: ctx.deps.clock } } : {}),
     onDone: (end, error) => {
       if (end === 'end') ex.finish(res.status, outcome);
+      else if (ex.shutDown) streamCut(ex, res.status);
       else if (end === 'cancel' || ex.clientGone)
         ex.finish(res.status, { kind: 'aborted' }, 'client_disconnected');
       else streamFailed(ex, res.status, error);
     },
     describeError: () => streamErrorMessage(ex),
+    errorType: () => (ex.shutDown ? 'shutdown' : undefined),
   });
   return new Response(relayed, { status: res.status, headers });
 }
@@ -99,7 +103,13 @@ function fail(ex: Exchange, error: RouterError): Response {
   const headers: Record<string, string> = { 'x-request-id': ex.call.requestId };
   if (ex.worker) headers['x-routed-worker-id'] = ex.worker.id;
   if (ex.attempts > 0) headers['x-router-attempts'] = String(ex.attempts);
-  if (error.status >= 500) ex.ctx.deps.logger.warn(error.message, { request_id: ex.call.requestId });
+  if (error.status >= 500) {
+    ex.ctx.deps.logger.warn(error.message, {
+      request_id: ex.call.requestId,
+      worker: ex.worker?.id,
+      error: error.cause === undefined ? undefined : transportDetail(error.cause),
+    });
+  }
   return errorResponse(error, headers);
 }
 
@@ -109,7 +119,7 @@ function streamFailed(ex: Exchange, status: number, error: unknown): void {
   ex.ctx.deps.logger.warn('upstream stream broke', {
     request_id: ex.call.requestId,
     worker,
-    error: streamErrorMessage(ex) + (error instanceof Error ? `: ${error.message}` : ''),
+    error: streamErrorMessage(ex) + (error === undefined ? '' : `: ${transportDetail(error)}`),
   });
   // A broken answer keeps new requests off the engine a while (unless our own deadline cut it).
   const outcome: AttemptOutcome = ex.timedOut
@@ -118,7 +128,19 @@ function streamFailed(ex: Exchange, status: number, error: unknown): void {
   ex.finish(status, outcome, 'upstream_stream_error');
 }
 
+/** The router shut down before the stream ended: the client got the shutdown event. */
+function streamCut(ex: Exchange, status: number): void {
+  ex.ctx.deps.logger.warn('stream cut by the shutdown', {
+    request_id: ex.call.requestId,
+    worker: ex.worker?.id,
+  });
+  ex.finish(status, { kind: 'aborted' }, 'shutdown');
+}
+
 function streamErrorMessage(ex: Exchange): string {
-  if (ex.timedOut) return `request timed out after ${ex.ctx.timeoutMs} ms while streaming`;
-  return `the stream from worker ${ex.worker?.id} ended unexpectedly`;
+  if (ex.shutDown) return 'router shutting down';
+  const id = ex.call.requestId;
+  if (ex.timedOut) return `request timed out after ${ex.ctx.timeoutMs} ms while streaming (request id ${id})`;
+  // The SSE error event's message too: generic (the worker and the cause are in the log line).
+  return `upstream stream error (request id ${id})`;
 }

@@ -19,6 +19,8 @@ export interface RelayOptions {
   onChunk?(): void;
   /** Message for the SSE error event when the stream fails. */
   describeError?(error: unknown): string;
+  /** Type and code of that SSE error event (default `upstream_stream_error`). */
+  errorType?(error: unknown): string | undefined;
   /** Longest silence between chunks before the stream is cut (ms; absent or 0: none). */
   idle?: { ms: number; clock: Clock };
   /**
@@ -41,10 +43,12 @@ export class StreamIdleError extends Error {
 
 const encoder = new TextEncoder();
 
-export function sseErrorEvent(message: string, needsSeparator: boolean): Uint8Array {
-  const event = JSON.stringify({
-    error: { message, type: 'upstream_stream_error', code: 'upstream_stream_error', param: null },
-  });
+export function sseErrorEvent(
+  message: string,
+  needsSeparator: boolean,
+  type = 'upstream_stream_error',
+): Uint8Array {
+  const event = JSON.stringify({ error: { message, type, code: type, param: null } });
   return encoder.encode(`${needsSeparator ? '\n\n' : ''}data: ${event}\n\n`);
 }
 
@@ -111,7 +115,7 @@ export function relayStream(
     finish('error', error);
     if (options.sse) {
       const message = options.describeError?.(error) ?? 'upstream stream ended unexpectedly';
-      controller.enqueue(sseErrorEvent(message, lastByte !== 0x0a));
+      controller.enqueue(sseErrorEvent(message, lastByte !== 0x0a, options.errorType?.(error)));
       controller.close();
     } else {
       controller.error(error);

@@ -16,6 +16,7 @@ const REQUEST_TIMEOUT_MS = 1000;
 
 let engine: RunningSimEngine;
 let worker: MiniflareWorker;
+const ADMIN_KEY = 'disconnect-test-admin-key';
 
 beforeAll(async () => {
   engine = await startSimEngine({
@@ -27,6 +28,7 @@ beforeAll(async () => {
     itlMs: 20,
   });
   worker = await startMiniflareWorker({
+    adminKey: ADMIN_KEY,
     routerConfig: {
       workers: { urls: [engine.url] },
       server: { requestTimeoutSecs: REQUEST_TIMEOUT_MS / 1000 },
@@ -49,8 +51,11 @@ const series = (text: string, name: string) => {
 };
 
 const load = async () =>
-  ((await (await fetch(`${worker.url}/get_loads`)).json()) as { workers: { load: number }[] }).workers[0]
-    ?.load;
+  (
+    (await (
+      await fetch(`${worker.url}/get_loads`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } })
+    ).json()) as { workers: { load: number }[] }
+  ).workers[0]?.load;
 
 /** Sends a streaming chat request and destroys the connection after the first body chunk (or after `ms`). */
 function leaveEarly(afterMs?: number): Promise<void> {

@@ -7,6 +7,9 @@ import type { FleetObject } from '../../../src/adapters/cloudflare/fleet-object.
 
 export const engines = inject('engines');
 
+/** The ADMIN_API_KEY secret the test Worker runs with (vitest.workers.config.ts). */
+export const ADMIN_KEY = 'workerd-test-admin-key';
+
 export interface EngineLogEntry {
   path: string;
   status: number | null;

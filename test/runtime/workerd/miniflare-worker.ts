@@ -37,6 +37,8 @@ export interface MiniflareWorker {
 export async function startMiniflareWorker(options: {
   routerConfig: object;
   script?: string;
+  /** The ADMIN_API_KEY secret (without it the Worker's admin API is off). */
+  adminKey?: string;
   /** Extra Miniflare options (e.g. handleRuntimeStdio). */
   miniflare?: Partial<MiniflareOptions>;
 }): Promise<MiniflareWorker> {
@@ -50,7 +52,11 @@ export async function startMiniflareWorker(options: {
   const miniflare = new Miniflare({
     ...rest,
     modules: [{ type: 'ESModule', path: 'worker.js', contents: options.script ?? (await bundleWorker()) }],
-    bindings: { ...bindings, ROUTER_CONFIG: JSON.stringify(options.routerConfig) },
+    bindings: {
+      ...bindings,
+      ROUTER_CONFIG: JSON.stringify(options.routerConfig),
+      ...(options.adminKey ? { ADMIN_API_KEY: options.adminKey } : {}),
+    },
     host: '127.0.0.1',
     port: 0,
     ...options.miniflare,

@@ -29,6 +29,7 @@ export function routerConfig(engines: TestEngines) {
     policy: { name: 'sticky_least_loaded' },
     retry: { maxRetries: 2, initialBackoffMs: 10, maxBackoffMs: 50 },
     health: { ...HEALTH, intervalSecs: 300, timeoutSecs: 2 },
+    // The tests call the Worker as http://router/: that Host is allowed on admin routes.
     server: { requestTimeoutSecs: REQUEST_TIMEOUT_SECS },
     log: { level: 'error' },
   };

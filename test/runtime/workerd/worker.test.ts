@@ -9,7 +9,15 @@ import { env } from 'cloudflare:workers';
 import { afterAll, describe, expect, it } from 'vitest';
 import worker from '../../../src/adapters/cloudflare/worker.ts';
 import { hasContentToken } from '../../support/sse.ts';
-import { configureEngine, engineLog, engines, inObject, resetEngine, routerFleetStub } from './helpers.ts';
+import {
+  ADMIN_KEY,
+  configureEngine,
+  engineLog,
+  engines,
+  inObject,
+  resetEngine,
+  routerFleetStub,
+} from './helpers.ts';
 
 const chat = (extra: Record<string, unknown> = {}) =>
   JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'Tell me a story' }], ...extra });
@@ -21,12 +29,19 @@ const post = (body: string, path = '/v1/chat/completions') =>
     body,
   });
 
+/** An admin call: the test Worker runs with the ADMIN_API_KEY secret (vitest.workers.config.ts). */
+const admin = (url: string, init: RequestInit = {}) =>
+  SELF.fetch(url, {
+    ...init,
+    headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${ADMIN_KEY}` },
+  });
+
 const objectCalls = () => inObject(routerFleetStub(), (instance) => ({ ...instance.calls }));
 
 const loads = async () =>
-  (
-    (await (await SELF.fetch('http://router/get_loads')).json()) as { workers: { load: number }[] }
-  ).workers.map((w) => w.load);
+  ((await (await admin('http://router/get_loads')).json()) as { workers: { load: number }[] }).workers.map(
+    (w) => w.load,
+  );
 
 const timing = async (settings: Record<string, unknown>) => {
   for (const url of [engines.a, engines.b]) {
@@ -87,20 +102,20 @@ describe('Worker', () => {
   });
 
   it('a breaker opened through one request is seen by the next', async () => {
-    const added = await SELF.fetch('http://router/workers', {
+    const added = await admin('http://router/workers', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ url: engines.flaky, circuit_breaker: { failure_threshold: 2 } }),
     });
     expect(added.status).toBe(201);
-    const again = await SELF.fetch('http://router/workers', {
+    const again = await admin('http://router/workers', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ url: engines.flaky }),
     });
     expect(again.status).toBe(409); // WorkerConflictError, raised in the object, across RPC
     const workerPath = `http://router/workers/${encodeURIComponent(engines.flaky)}`;
-    expect(await (await SELF.fetch(workerPath)).json()).toMatchObject({
+    expect(await (await admin(workerPath)).json()).toMatchObject({
       healthy: true,
       models: ['flaky-model'],
       circuit: 'closed',
@@ -116,12 +131,12 @@ describe('Worker', () => {
       expect(first.status).toBe(500); // the engine's own answer, after 2 attempts
       expect(first.headers.get('x-router-attempts')).toBe('2');
       await first.arrayBuffer();
-      expect(await (await SELF.fetch(workerPath)).json()).toMatchObject({ circuit: 'closed' });
+      expect(await (await admin(workerPath)).json()).toMatchObject({ circuit: 'closed' });
       const second = await post(completion, '/v1/completions');
       expect(second.status).toBe(500);
       await second.arrayBuffer();
       expect(await engineLog(engines.flaky)).toHaveLength(4);
-      expect(await (await SELF.fetch(workerPath)).json()).toMatchObject({ circuit: 'open' });
+      expect(await (await admin(workerPath)).json()).toMatchObject({ circuit: 'open' });
 
       // The only worker of its pool is never taken out of rotation by its breaker (panic mode):
       // the next request still reaches it and gets the engine's own answer, not a router 503.
@@ -132,7 +147,7 @@ describe('Worker', () => {
       expect((await engineLog(engines.flaky)).length).toBeGreaterThan(4);
     } finally {
       await configureEngine(engines.flaky, { 'fail-mode': 'none' });
-      expect((await SELF.fetch(workerPath, { method: 'DELETE' })).status).toBe(202);
+      expect((await admin(workerPath, { method: 'DELETE' })).status).toBe(202);
     }
   });
 

@@ -7,16 +7,13 @@ import type {
   RouteResult,
 } from '../../../src/core/contracts/fleet-api.ts';
 import type { Upstream, UpstreamRequest } from '../../../src/core/contracts/upstream.ts';
-import { createInstruments } from '../../../src/core/observability/instruments.ts';
 import { createLogger } from '../../../src/core/observability/logger.ts';
 import { MetricsRegistry } from '../../../src/core/observability/metrics.ts';
-import { RetryBudget } from '../../../src/core/resilience/retry-budget.ts';
 import {
   createPipelineContext,
   type PipelineContext,
   type ProxyCall,
 } from '../../../src/core/routing/context.ts';
-import { StallWatch, stallSettings } from '../../../src/core/routing/stall-watch.ts';
 import { FakeClock, seededRandom } from '../../support/fake-clock.ts';
 
 export interface ScriptedFleet {
