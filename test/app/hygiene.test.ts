@@ -222,6 +222,16 @@ describe('caps on client-supplied ids', () => {
     expect(app.logs.join('\n')).not.toContain(long);
   });
 
+  it('/finish_session refuses a session id over the limit without echoing it', async () => {
+    const app = await startApp(ONE, { 'a.test': {} });
+    const long = 's'.repeat(300);
+    const res = await app.request(`/finish_session?session_id=${long}`, { method: 'POST' });
+    expect(res.status).toBe(400);
+    expect(await res.text()).not.toContain(long);
+    const ok = await app.request('/finish_session?session_id=alice', { method: 'POST' });
+    expect(ok.status).toBe(200);
+  });
+
   it('a lower --sll-max-session-id-bytes applies to consistent_hash too', async () => {
     const app = await startApp(`${TWO_HASHED} --sll-max-session-id-bytes 8`, { 'a.test': {}, 'b.test': {} });
     expect(new Set(await workersFor(app, { header: 'sess-123' })).size).toBe(1);

@@ -37,6 +37,11 @@ async function serverInfo(c: Context, deps: AdminDeps): Promise<Response> {
 async function finishSession(c: Context, deps: AdminDeps): Promise<Response> {
   const id = c.req.query('session_id');
   if (!id) return badRequest('session_id: required', 'session_id');
+  const limit = deps.config.sll.maxSessionIdBytes;
+  if (new TextEncoder().encode(id).byteLength > limit) {
+    // No session this long was ever placed (longer ids get no affinity); never echo it.
+    return badRequest(`session_id: longer than ${limit} bytes`, 'session_id');
+  }
   await deps.fleet.finishSession(id);
   return c.json({ session_id: id, finished: true });
 }

@@ -82,7 +82,8 @@ export async function forwardToHealthyWorker(
   let result = await sendToWorker(deps, worker.url, path, 'GET');
   if (fallback && result.status === 404) result = await sendToWorker(deps, worker.url, fallback, 'GET');
   if (result.status === undefined) {
-    return errorResponse(new RouterError('upstream_unreachable', `worker ${worker.id}: ${result.error}`));
+    // Client-facing: the transport's detail (and the worker's address) stay out of the answer.
+    return errorResponse(new RouterError('upstream_unreachable', 'worker connection failed'));
   }
   const headers: Record<string, string> = { 'x-routed-worker-id': worker.id };
   const type = result.headers?.['content-type'];

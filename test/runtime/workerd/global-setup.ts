@@ -3,9 +3,24 @@
  * provides their URLs (vitest.workers.config.ts passes them to the Worker as ROUTER_CONFIG; the
  * tests read them with inject('engines')). Stops them by handle afterwards.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { TestProject } from 'vitest/node';
 import { startSimEngine } from '../../../src/sim/node.ts';
-import type { TestEngines } from './router-config.ts';
+import { GOOD_CLIENT_TOKEN, type TestEngines } from './router-config.ts';
+
+/** A token validation service: 200 for GOOD_CLIENT_TOKEN, 401 for anything else. */
+async function startValidator(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    res.writeHead(req.headers.authorization === `Bearer ${GOOD_CLIENT_TOKEN}` ? 200 : 401).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/validate`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const start = (id: string, model: string, unhealthy = false) =>
@@ -17,9 +32,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
     start('sim-sick', 'sick-model', true),
   ]);
   const [a, b, flaky, sick] = running.map((r) => r.url) as [string, string, string, string];
-  const engines: TestEngines = { a, b, flaky, sick };
+  const validator = await startValidator();
+  const engines: TestEngines = { a, b, flaky, sick, validator: validator.url };
   project.provide('engines', engines);
   return async () => {
-    await Promise.all(running.map((r) => r.close()));
+    await Promise.all([...running.map((r) => r.close()), validator.close()]);
   };
 }

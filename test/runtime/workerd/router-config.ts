@@ -18,7 +18,11 @@ export interface TestEngines {
   flaky: string;
   /** Serves `sick-model`; its /health answers 503. */
   sick: string;
+  /** A client token validation URL: 200 for GOOD_CLIENT_TOKEN, 401 otherwise. */
+  validator: string;
 }
+
+export const GOOD_CLIENT_TOKEN = 'workerd-client-token';
 
 export const HEALTH = { failureThreshold: 2, successThreshold: 2 } as const;
 export const REQUEST_TIMEOUT_SECS = 30;
