@@ -31,12 +31,15 @@ describe('the admin API on Workers', () => {
   it('is off without the secret, with a 403 naming it', async () => {
     const { ADMIN_API_KEY: _secret, ...withoutSecret } = env;
     const ctx = createExecutionContext();
-    const add = new Request('http://router/workers', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ url: 'http://attacker.example' }),
-    });
-    const res = await worker.fetch(add, withoutSecret as typeof env, ctx);
+    const res = await worker.fetch(
+      new Request('http://router/workers', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url: 'http://attacker.example' }),
+      }),
+      withoutSecret as typeof env,
+      ctx,
+    );
     expect(res.status).toBe(403);
     expect(await res.text()).toContain('ADMIN_API_KEY');
     await waitOnExecutionContext(ctx);
