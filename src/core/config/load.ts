@@ -16,6 +16,7 @@ import {
 import { ConfigError, type ConfigIssue, closest, formatPath } from './errors.ts';
 import { FLAG_BY_PATH, FLAGS, type FlagSpec } from './flags.ts';
 import { checkRouterConfig, defaultRouterConfig, type RouterConfig } from './schema.ts';
+import { quotableValue } from './secrets.ts';
 
 export interface ResolveConfigOptions {
   argv: readonly string[];
@@ -221,7 +222,9 @@ function blame(
     for (const [path, origin] of layer.origins) {
       if (!startsWith(segments, path)) continue;
       const value = getPath(merged, segments);
-      const shown = ['string', 'number', 'boolean'].includes(typeof value) ? String(value) : origin.raw;
+      const text = ['string', 'number', 'boolean'].includes(typeof value) ? String(value) : origin.raw;
+      // Never quote a secret, or the password of a URL, back in an error message.
+      const shown = quotableValue(String(segments.at(-1) ?? path), text);
       const where = layer.kind === 'env' ? `${origin.name}=${shown}` : `${origin.name} ${shown}`.trimEnd();
       return { line: `${where}: ${message}`, flag: origin.name };
     }

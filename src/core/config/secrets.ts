@@ -25,6 +25,16 @@ function masked(value: unknown, name: string): unknown {
   return out;
 }
 
+/** `scheme://user:password@host` → `scheme://***@host`, wherever it appears in `text`. */
+export function redactUrlCredentials(text: string): string {
+  return text.replace(/(\/\/)[^/?#@\s]*@/g, `$1${SECRET_MASK}@`);
+}
+
+/** How a value given for the setting `name` may be quoted in a message. */
+export function quotableValue(name: string, text: string): string {
+  return isSecretName(name) ? SECRET_MASK : redactUrlCredentials(text);
+}
+
 /** A copy of `config` with every secret replaced by "***" (the config itself is left as it is). */
 export function maskSecrets(config: RouterConfig): RouterConfig {
   return masked(config, '') as RouterConfig;

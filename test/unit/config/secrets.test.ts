@@ -1,8 +1,14 @@
 /** Secrets in the configuration are masked wherever it is printed: maskSecrets and --check-config. */
 import { describe, expect, it } from 'vitest';
 import { type CliIo, runCli } from '../../../src/core/cli.ts';
+import { resolveConfig } from '../../../src/core/config/load.ts';
 import { parseRouterConfig } from '../../../src/core/config/schema.ts';
-import { isSecretName, maskSecrets, SECRET_MASK } from '../../../src/core/config/secrets.ts';
+import {
+  isSecretName,
+  maskSecrets,
+  redactUrlCredentials,
+  SECRET_MASK,
+} from '../../../src/core/config/secrets.ts';
 
 const WORKER_KEY = 'sk-worker-0123456789abcdef';
 const ADMIN_KEY = 'adm-9876543210fedcba';
@@ -92,5 +98,37 @@ describe('--check-config', () => {
     expect(printed).not.toContain(ADMIN_KEY);
     const config = JSON.parse(printed) as { workers: { apiKey?: string }; admin: { apiKey?: string } };
     expect([config.workers.apiKey, config.admin.apiKey]).toEqual(['***', '***']);
+  });
+});
+
+describe('configuration errors quote no secret', () => {
+  const resolveError = (argv: string[], env: Record<string, string> = {}) => {
+    try {
+      resolveConfig({ argv, env, readTextFile: () => '' });
+    } catch (err) {
+      return (err as Error).message;
+    }
+    throw new Error('expected a configuration error');
+  };
+
+  it('a worker URL with user:password@ is refused without echoing the password', () => {
+    const flag = resolveError(['--worker-urls', 'http://user:s3cret-pass@engine:8000']);
+    expect(flag).toContain('no user:password@');
+    expect(flag).not.toContain('s3cret-pass');
+    const env = resolveError([], { VLLM_ROUTER_WORKER_URLS: 'http://user:s3cret-pass@engine:8000' });
+    expect(env).toContain('VLLM_ROUTER_WORKER_URLS');
+    expect(env).not.toContain('s3cret-pass');
+  });
+
+  it('a bad key value is named by its flag, not quoted', () => {
+    expect(resolveError(['--admin-api-key', '   '])).toBe(
+      '--admin-api-key ***: must be a non-empty admin API key',
+    );
+  });
+
+  it('redactUrlCredentials keeps the rest of the text', () => {
+    expect(redactUrlCredentials('see http://a:b@h:1/x and https://h2/y')).toBe(
+      'see http://***@h:1/x and https://h2/y',
+    );
   });
 });
