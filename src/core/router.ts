@@ -19,6 +19,7 @@ import { ProbeLog } from './fleet/probe-log.ts';
 import { createRouterApp } from './http/app.ts';
 import { createLogger, type Logger, type LogSink } from './observability/logger.ts';
 import { MetricsRegistry } from './observability/metrics.ts';
+import { InFlight } from './routing/in-flight.ts';
 
 export type FleetEventHandler = (
   level: 'info' | 'warn',
@@ -92,9 +93,9 @@ export function createRouter(config: RouterConfig, host: RouterHost): Router<Fle
     },
   });
   registerFleetCollector(metrics, fleet);
-  // Node and Deno cut requests at shutdown. (Only they build `app` from this router: on Workers an
-  // AbortSignal made in one request cannot be watched from another, and isolates do not shut down.)
-  return assemble(config, { ...host, clock, metrics }, fleet, logger, new AbortController());
+  // Node and Deno cut requests at shutdown. (Only they build `app` from this router: on Workers a
+  // request's I/O cannot be aborted from another request, and isolates do not shut down.)
+  return assemble(config, { ...host, clock, metrics }, fleet, logger, new InFlight());
 }
 
 /** A router around a fleet held elsewhere (the Worker's isolates: the Durable Object by RPC). */
@@ -114,7 +115,7 @@ function assemble<F extends FleetApi>(
   host: RouterHost & { clock: Clock; metrics: MetricsRegistry },
   fleet: F,
   logger: Logger,
-  shutdown?: AbortController,
+  inFlight?: InFlight,
 ): Router<F> {
   const { clock, metrics, upstream } = host;
   const tickDeps = { fleet, upstream, clock, config, probeLog: new ProbeLog(logger) };
@@ -134,7 +135,7 @@ function assemble<F extends FleetApi>(
           fleet,
           logger,
           metrics,
-          ...(shutdown ? { shutdownSignal: shutdown.signal } : {}),
+          ...(inFlight ? { inFlight } : {}),
         },
         {
           refreshWorkers: refresh,
@@ -169,7 +170,7 @@ function assemble<F extends FleetApi>(
     },
     shutdown() {
       draining = true;
-      if (shutdown && !shutdown.signal.aborted) shutdown.abort(new Error('router shutting down'));
+      inFlight?.stop();
     },
   };
 }

@@ -10,9 +10,9 @@ import { isAdminPath, registerAdminRoutes } from './admin.ts';
 import { createAdminGuard } from './admin-guard.ts';
 import { Admission } from './admission.ts';
 import { createClientAuth } from './client-auth.ts';
-import { routerCors } from './cors.ts';
+import { optionsResponse, routerCors } from './cors.ts';
 import { registerInferenceRoutes } from './inference.ts';
-import { pathHygiene } from './path-hygiene.ts';
+import { unsafePathResponse } from './path-hygiene.ts';
 import { registerPublicRoutes } from './routes.ts';
 
 export interface AppOptions {
@@ -33,8 +33,10 @@ const PROBES = new Set(['/liveness', '/readiness', '/health']);
 
 export function createRouterApp(config: RouterConfig, deps: RouterDeps, options: AppOptions): Hono {
   const app = new Hono();
-  app.use('*', pathHygiene);
-  app.use('*', routerCors(config.server.corsAllowedOrigins));
+  // With allowed origins, hono's CORS middleware answers preflights and adds the headers; without,
+  // the pre-routing step below answers every OPTIONS (no middleware on the hot path).
+  const corsOn = config.server.corsAllowedOrigins.length > 0;
+  if (corsOn) app.use('*', routerCors(config.server.corsAllowedOrigins));
   const clientAuth = createClientAuth(config, deps);
   if (clientAuth) {
     // With an admin key, admin routes take that key instead of a client token.
@@ -79,5 +81,11 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
     deps.logger.error('unhandled error', { path: c.req.path, error: err });
     return errorResponse(new RouterError('internal_error', 'internal router error'));
   });
+  // Before routing: unsafe paths (400) and, without CORS origins, every OPTIONS (204, never an
+  // engine). A wrapper rather than middleware, so a plain request pays for neither.
+  const dispatch = app.fetch;
+  app.fetch = (request, env, executionCtx) =>
+    unsafePathResponse(request, env) ??
+    (!corsOn && request.method === 'OPTIONS' ? optionsResponse() : dispatch(request, env, executionCtx));
   return app;
 }

@@ -17,10 +17,17 @@ import { errorResponse, RouterError } from '../contracts/errors.ts';
 
 /** The path of a request target (origin form `/a?b`, or absolute form `http://h/a?b`). */
 function pathOf(target: string): string {
-  const authority = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(target);
-  const rest = authority ? target.slice(authority[0].length) : target;
-  const end = rest.search(/[?#]/);
-  return end < 0 ? rest : rest.slice(0, end);
+  let start = 0;
+  if (target.charCodeAt(0) !== 47 /* / */) {
+    const authority = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(target);
+    start = authority ? authority[0].length : 0;
+  }
+  let end = target.length;
+  for (let i = start; i < end; i++) {
+    const ch = target.charCodeAt(i);
+    if (ch === 63 /* ? */ || ch === 35 /* # */) end = i;
+  }
+  return target.slice(start, end);
 }
 
 /**
@@ -32,6 +39,10 @@ const WORKER_ID_PATH = /^\/workers\/[^/]+\/?$/;
 
 /** True when a raw (still percent-encoded) path has a dot segment, an encoded separator or NUL. */
 export function isUnsafePath(path: string): boolean {
+  // The common case (no escape, no backslash, no segment starting with a dot) costs a few scans.
+  if (!path.includes('%') && !path.includes('\\') && !path.includes('/.') && !path.includes('\u0000')) {
+    return false;
+  }
   const p = path.toLowerCase();
   if (p.includes('\\') || p.includes('\u0000') || /%(5c|00)/.test(p)) return true;
   if (p.includes('%2f') && !WORKER_ID_PATH.test(path)) return true;
@@ -39,20 +50,30 @@ export function isUnsafePath(path: string): boolean {
 }
 
 /** The original request-line target, where the runtime keeps it (@hono/node-server). */
-function rawTarget(c: Context): string | undefined {
-  const url = (c.env as { incoming?: { url?: unknown } } | undefined)?.incoming?.url;
+function rawTarget(env: unknown): string | undefined {
+  const url = (env as { incoming?: { url?: unknown } } | undefined)?.incoming?.url;
   return typeof url === 'string' ? url : undefined;
 }
 
+/**
+ * The 400 for a request whose path is unsafe, else undefined. Runs before routing (app.ts calls it
+ * from the app's fetch, ahead of Hono's router, so the common request pays no middleware).
+ */
+export function unsafePathResponse(request: Request, env: unknown): Response | undefined {
+  // The raw target when the runtime keeps it: the parsed URL was made from it (and may hide a
+  // resolved `%2e%2e`).
+  if (!isUnsafePath(pathOf(rawTarget(env) ?? request.url))) return undefined;
+  return errorResponse(
+    new RouterError(
+      'invalid_request',
+      'invalid request path: dot segments, encoded slashes or backslashes and NUL are refused',
+    ),
+  );
+}
+
+/** The same check as a Hono middleware (for apps other than the router's, e.g. tests). */
 export const pathHygiene: MiddlewareHandler = async (c, next) => {
-  const raw = rawTarget(c);
-  if (isUnsafePath(pathOf(c.req.url)) || (raw !== undefined && isUnsafePath(pathOf(raw)))) {
-    return errorResponse(
-      new RouterError(
-        'invalid_request',
-        'invalid request path: dot segments, encoded slashes or backslashes and NUL are refused',
-      ),
-    );
-  }
+  const refused = unsafePathResponse(c.req.raw, c.env);
+  if (refused) return refused;
   await next();
 };

@@ -10,6 +10,7 @@ import type { MetricsRegistry } from '../observability/metrics.ts';
 import type { RetrySettings } from '../resilience/backoff.ts';
 import type { StatusClasses } from '../resilience/classify.ts';
 import { RetryBudget } from '../resilience/retry-budget.ts';
+import type { InFlight } from './in-flight.ts';
 import type { RequestInfo } from './request-info.ts';
 import { StallWatch, stallSettings } from './stall-watch.ts';
 
@@ -23,8 +24,8 @@ export interface RouterDeps {
   fleet: FleetApi;
   logger: Logger;
   metrics: MetricsRegistry;
-  /** Aborted when the router shuts down (the grace period ran out): requests still running are cut. */
-  shutdownSignal?: AbortSignal;
+  /** The requests in flight, cut when the router shuts down (the grace period ran out). */
+  inFlight?: InFlight;
 }
 
 export interface PipelineContext {

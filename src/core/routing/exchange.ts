@@ -38,13 +38,15 @@ export class Exchange {
     if (clientSignal.aborted) this.ctl.abort(CLIENT_GONE);
     else clientSignal.addEventListener('abort', this.onClientAbort);
     this.timer = ctx.deps.clock.setTimeout(() => this.ctl.abort(TIMED_OUT), ctx.timeoutMs);
-    const shutdown = ctx.deps.shutdownSignal;
-    if (shutdown?.aborted) this.ctl.abort(SHUTDOWN);
-    else shutdown?.addEventListener('abort', this.onShutdown);
+    ctx.deps.inFlight?.add(this);
   }
 
   private readonly onClientAbort = () => this.ctl.abort(CLIENT_GONE);
-  private readonly onShutdown = () => this.ctl.abort(SHUTDOWN);
+
+  /** The router is shutting down (InFlight.stop): the request is cut. */
+  cutForShutdown(): void {
+    this.ctl.abort(SHUTDOWN);
+  }
 
   get controller(): AbortController {
     return this.ctl;
@@ -116,7 +118,7 @@ export class Exchange {
     const { deps, instruments } = this.ctx;
     if (this.timer !== undefined) deps.clock.clearTimeout(this.timer);
     this.call.clientSignal.removeEventListener('abort', this.onClientAbort);
-    deps.shutdownSignal?.removeEventListener('abort', this.onShutdown);
+    deps.inFlight?.delete(this);
     this.call.release();
     if (this.lease !== 0 && outcome) void deps.fleet.settle(this.lease, outcome);
     const { route, method } = this.call;
