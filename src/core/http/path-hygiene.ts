@@ -12,7 +12,7 @@
  * @hono/node-server resolves it too, but keeps the request line's target in `c.env.incoming.url`:
  * that raw target is checked as well, so Node answers 400.
  */
-import type { Context, MiddlewareHandler } from 'hono';
+import type { MiddlewareHandler } from 'hono';
 import { errorResponse, RouterError } from '../contracts/errors.ts';
 
 /** The path of a request target (origin form `/a?b`, or absolute form `http://h/a?b`). */
