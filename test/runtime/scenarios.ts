@@ -76,7 +76,6 @@ export const scenarios = {
     engines,
   }: ScenarioContext) {
     prepare(engines, { tokens: 8, ttftMs: 10, itlMs: 40 });
-    const started = performance.now();
     const res = await post(url, chat({ stream: true }));
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
@@ -94,9 +93,10 @@ export const scenarios = {
         engineDoneAtFirstToken = inference(engines).some((e) => e.tEndMs !== null);
       }
     }
-    const total = performance.now() - started;
+    // The engine was still generating when the first token reached the client: that is what
+    // streaming means here (a timing ratio would race a loaded machine).
+    expect(firstTokenAt).toBeDefined();
     expect(engineDoneAtFirstToken).toBe(false);
-    expect((firstTokenAt as number) - started).toBeLessThan(total / 2);
     expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
     expect(text.match(/chat\.completion\.chunk/g)?.length).toBeGreaterThanOrEqual(8);
   },
