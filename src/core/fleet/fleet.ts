@@ -102,8 +102,9 @@ export class Fleet implements FleetApi {
     const gate = admit(worker, this.breaker, now);
     if (gate.transition) this.transitioned(worker, gate.transition);
     if (!gate.allow) return { ok: false, code: 'no_available_workers', models: [...this.pools.knownModels] };
-    const attempt = { stream: input.stream === true, routedAt: now };
+    const attempt = { stream: input.stream === true, routedAt: now, sessionId: input.sessionId };
     const lease = this.leases.take(worker, pool.key, now + this.options.leaseTtlMs, gate, attempt);
+    pool.policy.onDispatch?.(worker, input);
     const routed: RoutedWorker = { id: worker.id, url: worker.url };
     if (worker.dpRank !== undefined) routed.dpRank = worker.dpRank;
     if (worker.retry !== undefined) routed.retry = worker.retry;
@@ -114,7 +115,7 @@ export class Fleet implements FleetApi {
     const released = this.leases.release(lease);
     if (!released) return false;
     const w = released.worker;
-    this.pools.byKey(released.poolKey)?.policy.onSettle?.(w, outcome);
+    this.pools.byKey(released.poolKey)?.policy.onSettle?.(w, outcome, released);
     const r = recordOutcome(released, outcome, this.options.clock.now(), this.settings);
     if (r.counted) this.fleetMetrics.outcome(w.id, outcome.kind);
     if (r.transition) this.transitioned(w, r.transition);
@@ -133,6 +134,7 @@ export class Fleet implements FleetApi {
     const expired = this.leases.expire(this.options.clock.now());
     for (const lease of expired) {
       const w = lease.worker;
+      this.pools.byKey(lease.poolKey)?.policy.onSettle?.(w, { kind: 'aborted' }, lease);
       recordOutcome(lease, { kind: 'aborted' }, this.options.clock.now(), this.settings);
       if (w.draining && w.load === 0 && this.workers.get(w.id) === w) this.forget(w);
     }

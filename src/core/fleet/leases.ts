@@ -16,6 +16,8 @@ export interface Lease {
   readonly stream: boolean;
   /** When it was routed (the fleet clock's `now`). */
   readonly routedAt: number;
+  /** The request's session id, for the session policies' in-flight count. */
+  readonly sessionId?: string;
 }
 
 export class LeaseTable {
@@ -31,7 +33,7 @@ export class LeaseTable {
     poolKey: string,
     expiresAt: number,
     gate: { probe: boolean; generation: number },
-    attempt: { stream: boolean; routedAt: number },
+    attempt: { stream: boolean; routedAt: number; sessionId?: string },
   ): number {
     const id = this.nextId++;
     const { probe, generation } = gate;

@@ -5,7 +5,7 @@
  */
 
 import type { WorkerRole } from '../contracts/fleet-api.ts';
-import type { Policy, PolicyContext } from '../policies/policy.ts';
+import { createSharedPolicyState, type Policy, type PolicyContext } from '../policies/policy.ts';
 import { createPolicy } from '../policies/registry.ts';
 import { servesModel, type WorkerRecord } from './workers.ts';
 
@@ -26,11 +26,15 @@ export class PoolSet {
   /** Some live worker has not listed its models yet (it serves any model). */
   hasUnknownModels = false;
 
+  /** Every pool's policy instance gets this context: one SharedPolicyState per fleet. */
+  private readonly policyContext: Omit<PolicyContext, 'pool'>;
+
   constructor(
     private readonly workers: ReadonlyMap<string, WorkerRecord>,
     private readonly policies: Record<WorkerRole, string>,
-    private readonly policyContext: Omit<PolicyContext, 'pool'>,
+    policyContext: Omit<PolicyContext, 'pool'>,
   ) {
+    this.policyContext = { ...policyContext, shared: policyContext.shared ?? createSharedPolicyState() };
     // Fail at startup, not on the first request, when a policy is unavailable.
     for (const name of new Set(Object.values(policies)))
       createPolicy(name, { ...policyContext, pool: 'startup-check' });

@@ -21,8 +21,10 @@ export interface Policy {
   readonly name: string;
   /** Picks one of `candidates` (never empty, all eligible and not excluded), or undefined to refuse. */
   select(candidates: readonly PolicyWorker[], input: RouteInput): PolicyWorker | undefined;
-  /** A request routed by this policy ended (its lease was released). */
-  onSettle?(worker: PolicyWorker, outcome: AttemptOutcome): void;
+  /** A request this policy picked `worker` for was dispatched (its lease was taken). */
+  onDispatch?(worker: PolicyWorker, input: RouteInput): void;
+  /** A request routed by this policy ended (its lease was released or expired). */
+  onSettle?(worker: PolicyWorker, outcome: AttemptOutcome, input: { sessionId?: string }): void;
   /** A worker left the pool for good (removed); unhealthy workers simply stop being candidates. */
   onWorkerRemoved?(workerId: string): void;
   /** `POST /finish_session`: forget this session (idempotent). */
@@ -41,6 +43,19 @@ export interface PolicyNeeds {
   sessionId: boolean;
 }
 
+/**
+ * State every policy instance of one router shares (one per Fleet, never module-global): the
+ * sticky_least_loaded limit of one voluntary move per interval across all pools.
+ */
+export interface SharedPolicyState {
+  /** When any instance last moved a session to rebalance (clock ms). */
+  lastRebalanceAt: number;
+}
+
+export function createSharedPolicyState(): SharedPolicyState {
+  return { lastRebalanceAt: Number.NEGATIVE_INFINITY };
+}
+
 export interface PolicyContext {
   clock: Clock;
   random: Random;
@@ -52,4 +67,6 @@ export interface PolicyContext {
   metrics: MetricsRegistry;
   /** The pool this instance serves, for metric labels (`<role>:<model>`). */
   pool: string;
+  /** Shared by every instance of the router (the Fleet fills it in); absent: the instance's own. */
+  shared?: SharedPolicyState;
 }

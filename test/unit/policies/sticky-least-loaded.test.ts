@@ -175,13 +175,33 @@ describe('sticky_least_loaded: expiry and active window', () => {
     const idleHome = go(policy, ws, 'idle');
     expect(idleHome).not.toBe(busyHome);
     clock.advance(60 * SEC);
-    expect(go(policy, ws, 'busy')).toBe(busyHome);
-    clock.advance(40 * SEC); // idle: 100 s, busy: 40 s
-    go(policy, ws); // any request ages the table
+    expect(go(policy, ws, 'busy')).toBe(busyHome); // sweeps (60 s since the first)
+    clock.advance(60 * SEC); // idle: 120 s, busy: 60 s; the next sweep is due
+    go(policy, ws);
     expect(await metricValue(metrics, 'vllm_router_sll_pinned_sessions', { worker: idleHome })).toBe(0);
     expect(await metricValue(metrics, 'vllm_router_sll_pinned_sessions', { worker: busyHome })).toBe(1);
-    clock.advance(99 * SEC);
+    clock.advance(30 * SEC);
     expect(go(policy, ws, 'busy')).toBe(busyHome);
+  });
+
+  it('sweeps expired sessions at most once per minute', async () => {
+    const { policy, clock, metrics } = sll({ sessionExpirationSecs: 100 });
+    const ws = makeWorkers(2);
+    const pinned = async () => {
+      let n = 0;
+      for (const w of ws)
+        n += await metricValue(metrics, 'vllm_router_sll_pinned_sessions', { worker: w.id });
+      return n;
+    };
+    go(policy, ws, 'idle'); // t=0: first sweep
+    clock.advance(61 * SEC);
+    go(policy, ws, 'other'); // t=61: second sweep, nothing expired
+    clock.advance(39 * SEC);
+    go(policy, ws); // t=100: idle has expired, but the last sweep was 39 s ago
+    expect(await pinned()).toBe(2);
+    clock.advance(21 * SEC);
+    go(policy, ws); // t=121: a minute since the last sweep
+    expect(await pinned()).toBe(1);
   });
 
   it('counts only sessions seen within the active window as load, but keeps idle ones pinned', async () => {
@@ -204,14 +224,55 @@ describe('sticky_least_loaded: expiry and active window', () => {
     for (const id of onX) expect(go(policy, ws, id)).toBe(x.id);
     expect(await metricValue(metrics, 'vllm_router_sll_active_sessions', { worker: x.id })).toBe(4);
   });
+
+  it('counts a session as load while its request is in flight, and for the window after it finished', async () => {
+    const { fleet, clock, metrics } = makeFleet(
+      'sticky_least_loaded',
+      urls(2).map((url) => ({ url })),
+      { sll: { activeWindowSecs: 3 } },
+    );
+    const active = (w: string) => metricValue(metrics, 'vllm_router_sll_active_sessions', { worker: w });
+    const anon = () => {
+      const r = fleet.route({});
+      if (r.ok) fleet.settle(r.lease, { kind: 'success' });
+    };
+    const long = fleet.route({ sessionId: 'long' });
+    if (!long.ok) throw new Error('no route');
+    const home = long.worker.id;
+    clock.advance(3_500);
+    anon(); // ages the table
+    expect(await active(home)).toBe(1); // still in flight after the 3 s window
+    clock.advance(1_500);
+    fleet.settle(long.lease, { kind: 'success' }); // t=5 s
+    clock.advance(2_900);
+    anon(); // t=7.9 s: finished 2.9 s ago
+    expect(await active(home)).toBe(1);
+    clock.advance(100);
+    anon(); // t=8 s: 3 s since it finished
+    expect(await active(home)).toBe(0);
+  });
+
+  it('reads 0, not nothing, for a worker whose sessions are gone', async () => {
+    const { policy, metrics } = sll();
+    const ws = makeWorkers(2);
+    const home = go(policy, ws, 'only');
+    const text = async () => await metrics.render();
+    policy.finishSession?.('only');
+    for (const name of ['vllm_router_sll_active_sessions', 'vllm_router_sll_pinned_sessions']) {
+      for (const w of ws) expect(await text()).toContain(`${name}{worker="${w.id}"} 0`);
+    }
+    expect(home).toBeDefined();
+    policy.onWorkerRemoved?.('w1');
+    expect(await text()).not.toContain('worker="w1"');
+  });
 });
 
 describe('sticky_least_loaded: bounded rebalancing', () => {
-  /** 10 sessions placed while only `a` was eligible, then `b` joins. */
-  function imbalanced(sllSettings: Partial<RouterConfig['sll']>) {
+  /** `n` sessions placed while only `a` was eligible, then `b` joins. */
+  function imbalanced(sllSettings: Partial<RouterConfig['sll']>, n = 10) {
     const t = sll(sllSettings);
     const [a, b] = makeWorkers(2) as [PolicyWorker, PolicyWorker];
-    const ids = Array.from({ length: 10 }, (_, i) => `s${i}`);
+    const ids = Array.from({ length: n }, (_, i) => `s${i}`);
     for (const id of ids) expect(go(t.policy, [a], id)).toBe(a.id);
     return { ...t, a, b, ids };
   }
@@ -225,51 +286,119 @@ describe('sticky_least_loaded: bounded rebalancing', () => {
     }
   });
 
-  it('moves one session per 30 s, only past the 5 min cooldown, until within ratio or 4 apart', async () => {
+  it('moves one session per 30 s, right after placement, until within ratio or under 4 apart', async () => {
     const { policy, clock, metrics, a, b, ids } = imbalanced({ rebalanceRatio: 1.5 });
-    // Within the cooldown (sessions placed < 5 min ago): nothing moves.
-    clock.advance(299 * SEC);
-    for (const id of ids) expect(go(policy, [a, b], id)).toBe(a.id);
-    clock.advance(1 * SEC);
-    // 10 vs 0: one move, then none for 30 s.
     const moves: string[] = [];
     const sweep = () => {
       for (const id of ids) if (go(policy, [a, b], id) === b.id && !moves.includes(id)) moves.push(id);
     };
-    sweep();
+    sweep(); // 9 (the mover left out) vs 0: one move, no five-minute wait after placement
     expect(moves.length).toBe(1);
     clock.advance(29 * SEC);
     sweep();
     expect(moves.length).toBe(1);
-    // Every 30 s one more: 9/1 -> 8/2 -> 7/3 (7 > 1.5 x 3 and 4 apart) -> 6/4, then 6 > 6 is false.
+    // 8 vs 1 -> move, 7 vs 2 -> move, 6 vs 3 is only 3 apart: no more.
     for (let i = 0; i < 6; i++) {
       clock.advance(30 * SEC);
       sweep();
     }
-    expect(moves.length).toBe(4);
-    expect(await metricValue(metrics, 'vllm_router_sll_rebalances_total', { from: a.id, to: b.id })).toBe(4);
-    // Moved sessions stick to their new worker.
+    expect(moves.length).toBe(3);
+    expect(await metricValue(metrics, 'vllm_router_sll_rebalances_total', { from: a.id, to: b.id })).toBe(3);
     for (const id of moves) expect(go(policy, [a, b], id)).toBe(b.id);
   });
 
-  it('needs the ratio strictly exceeded and at least 4 sessions apart', () => {
-    // 3 vs 0 exceeds any ratio but is only 3 apart: no move.
+  it('leaves the moving session out of the comparison', () => {
+    // 4 on a: the mover sees 3 vs 0, only 3 apart. 5 on a: 4 vs 0 moves.
+    const four = imbalanced({ rebalanceRatio: 1.5 }, 4);
+    for (const id of four.ids) expect(go(four.policy, [four.a, four.b], id)).toBe(four.a.id);
+    const five = imbalanced({ rebalanceRatio: 1.5 }, 5);
+    expect(go(five.policy, [five.a, five.b], 's0')).toBe(five.b.id);
+    // 6 vs 2 at ratio 1: 5 vs 2, only 3 apart; with a 7th on a, 6 vs 2 moves.
     const t = sll({ rebalanceRatio: 1 });
     const [a, b] = makeWorkers(2) as [PolicyWorker, PolicyWorker];
-    for (const id of ['x', 'y', 'z']) go(t.policy, [a], id);
-    t.clock.advance(600 * SEC);
-    for (const id of ['x', 'y', 'z']) expect(go(t.policy, [a, b], id)).toBe(a.id);
-    // 8 vs 4 with ratio 2: 8 > 8 is false, no move; a 9th session on a makes it 9 > 8.
-    const u = sll({ rebalanceRatio: 2 });
-    const ids = Array.from({ length: 8 }, (_, i) => `a${i}`);
-    for (const id of ids) go(u.policy, [a], id);
-    for (let i = 0; i < 4; i++) go(u.policy, [b], `b${i}`);
-    u.clock.advance(600 * SEC);
-    for (const id of ids) expect(go(u.policy, [a, b], id)).toBe(a.id);
-    for (let i = 0; i < 4; i++) expect(go(u.policy, [a, b], `b${i}`)).toBe(b.id);
-    go(u.policy, [a], 'a8');
-    u.clock.advance(300 * SEC);
-    expect(go(u.policy, [a, b], 'a0')).toBe(b.id);
+    for (let i = 0; i < 6; i++) go(t.policy, [a], `a${i}`);
+    for (let i = 0; i < 2; i++) go(t.policy, [b], `b${i}`);
+    for (let i = 0; i < 6; i++) expect(go(t.policy, [a, b], `a${i}`)).toBe(a.id);
+    go(t.policy, [a], 'a6');
+    expect(go(t.policy, [a, b], 'a0')).toBe(b.id);
+  });
+
+  it('needs the ratio strictly exceeded', () => {
+    // Ratio 2 with 4 on b: 9 on a is 8 vs 4 (8 > 8 is false); 10 on a is 9 vs 4.
+    const t = sll({ rebalanceRatio: 2 });
+    const [a, b] = makeWorkers(2) as [PolicyWorker, PolicyWorker];
+    for (let i = 0; i < 9; i++) go(t.policy, [a], `a${i}`);
+    for (let i = 0; i < 4; i++) go(t.policy, [b], `b${i}`);
+    for (let i = 0; i < 9; i++) expect(go(t.policy, [a, b], `a${i}`)).toBe(a.id);
+    go(t.policy, [a], 'a9');
+    expect(go(t.policy, [a, b], 'a0')).toBe(b.id);
+  });
+
+  it('keeps a moved session where it is for 5 minutes; other sessions may move meanwhile', () => {
+    const { policy, clock, a, b, ids } = imbalanced({ rebalanceRatio: 1.5 });
+    expect(go(policy, [a, b], 's0')).toBe(b.id); // moved at t=0
+    for (const id of ids.slice(1)) policy.finishSession?.(id); // a: 0 sessions
+    for (let i = 0; i < 10; i++) go(policy, [b], `n${i}`); // b: 11 sessions
+    clock.advance(31 * SEC);
+    expect(go(policy, [a, b], 's0')).toBe(b.id); // 10 vs 0, but moved 31 s ago
+    expect(go(policy, [a, b], 'n0')).toBe(a.id); // never moved: it may
+    clock.advance(269 * SEC); // t=300 s
+    expect(go(policy, [a, b], 's0')).toBe(a.id); // 9 vs 1 after the cooldown
+  });
+
+  it('never moves a session that has a request in flight', () => {
+    const { fleet, clock } = makeFleet(
+      'sticky_least_loaded',
+      urls(2).map((url) => ({ url })),
+      { sll: { rebalanceRatio: 1.5 } },
+    );
+    const [a, b] = urls(2) as [string, string];
+    fleet.setWorkerHealth(b, false);
+    const held = fleet.route({ sessionId: 's0' });
+    if (!held.ok) throw new Error('no route');
+    for (let i = 1; i < 10; i++) {
+      const r = fleet.route({ sessionId: `s${i}` });
+      if (r.ok) fleet.settle(r.lease, { kind: 'success' });
+    }
+    fleet.setWorkerHealth(b, true);
+    clock.advance(301 * SEC); // past any placement cooldown (the lease lives 600 s)
+    const second = fleet.route({ sessionId: 's0' }); // 9 vs 0, but s0's first request is in flight
+    expect(routedId(second)).toBe(a);
+    if (second.ok) fleet.settle(second.lease, { kind: 'success' });
+    fleet.settle(held.lease, { kind: 'success' });
+    expect(routedId(fleet.route({ sessionId: 's0' }))).toBe(b);
+  });
+
+  it('allows one voluntary move per 30 s across every pool of the router', () => {
+    const [a, b, c, d] = urls(4) as [string, string, string, string];
+    const { fleet, clock } = makeFleet(
+      'sticky_least_loaded',
+      [
+        { url: a, models: ['m1'] },
+        { url: b, models: ['m1'] },
+        { url: c, models: ['m2'] },
+        { url: d, models: ['m2'] },
+      ],
+      { sll: { rebalanceRatio: 1.5 } },
+    );
+    const call = (model: string, sessionId: string) => {
+      const r = fleet.route({ model, sessionId });
+      if (r.ok) fleet.settle(r.lease, { kind: 'success' });
+      return routedId(r);
+    };
+    fleet.setWorkerHealth(b, false);
+    fleet.setWorkerHealth(d, false);
+    for (let i = 0; i < 10; i++) {
+      call('m1', `one-${i}`);
+      call('m2', `two-${i}`);
+    }
+    fleet.setWorkerHealth(b, true);
+    fleet.setWorkerHealth(d, true);
+    clock.advance(301 * SEC); // past any placement cooldown
+    expect(call('m1', 'one-0')).toBe(b);
+    expect(call('m2', 'two-0')).toBe(c); // the router's move of this 30 s is spent
+    clock.advance(30 * SEC);
+    expect(call('m2', 'two-0')).toBe(d);
   });
 });
 
