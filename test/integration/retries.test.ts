@@ -258,6 +258,7 @@ describe('retries over loopback with engines answering real statuses', () => {
         workers: { models: ['sim-model'] },
         retry: { disabled: true },
         health: { disabled: true },
+        policy: { name: 'cache_aware' }, // reads the body, so it is buffered (round_robin streams it)
       }),
       { logSink: () => {} },
     );

@@ -66,11 +66,12 @@ interface IntakeRules {
 function intakeRules(config: RouterConfig): IntakeRules {
   const { policy } = config;
   const needs = policyNeeds([policy.name, policy.prefill ?? policy.name, policy.decode ?? policy.name]);
+  const readsRequest = needs.text || needs.routingKey || needs.sessionId;
   return {
     limit: config.server.maxPayloadSize,
     maxBuffered: config.retry.maxBufferedRequestBytes,
     needs,
-    readsRequest: needs.text || needs.routingKey || needs.sessionId,
+    readsRequest,
     retriesOn: !config.retry.disabled && config.retry.maxRetries > 1,
     sessionKey: policy.sessionKey,
     maxKeyBytes: config.sll.maxSessionIdBytes,
@@ -96,10 +97,15 @@ function infoOf(c: Context, parsed: unknown, route: string, rules: IntakeRules):
   return Object.assign(info, input);
 }
 
+/** A body nothing reads: streamed when retries are off, or too large to keep for a retry. */
+function otherStreams(c: Context, rules: IntakeRules): boolean {
+  return !rules.retriesOn || tooLargeToBuffer(c, rules.maxBuffered);
+}
+
 /**
  * Reads the request body once: buffered (and parsed when it is JSON) so it can be retried, or, when
- * routing does not need it and it is too large to keep, streamed through for a single attempt.
- * Throws the RouterError to answer with (400, 413, 503), the budget already returned.
+ * routing does not need it and retries are off or it is too large to keep, streamed through for a
+ * single attempt. Throws the RouterError to answer with (400, 413, 503), the budget already returned.
  */
 async function intake(
   c: Context,
@@ -111,8 +117,10 @@ async function intake(
   const method = c.req.method;
   if (method === 'GET' || method === 'HEAD') return { body: null, info: { stream: false } };
   const json = route.jsonRequired || isJsonContentType(c.req.header('content-type'));
-  if (!json && tooLargeToBuffer(c, rules.maxBuffered)) {
-    // Not needed for routing and too large to keep for a retry: stream it, one attempt.
+  // A JSON body is always read and parsed, so malformed JSON, an unknown model or a body nested too
+  // deep never reaches an engine (SMG streams some JSON bodies unread; this router does not).
+  if (!json && otherStreams(c, rules)) {
+    // Unread, one attempt: the engine receives the body while the client is still sending it.
     if (rules.retriesOn) ctx.instruments.retryForfeited.inc();
     const upload = guardedUpload(c, rules.limit);
     return { body: upload.stream, info: { stream: false }, uploadFault: upload.fault };

@@ -85,7 +85,11 @@ export async function forwardToHealthyWorker(
     // Client-facing: the transport's detail (and the worker's address) stay out of the answer.
     return errorResponse(new RouterError('upstream_unreachable', 'worker connection failed'));
   }
-  const headers: Record<string, string> = { 'x-routed-worker-id': worker.id };
+  const headers: Record<string, string> = {};
+  if (deps.config.server.routedWorkerHeader) {
+    headers['x-routed-worker-id'] = worker.id;
+    headers['x-smg-routed-worker-id'] = worker.id;
+  }
   const type = result.headers?.['content-type'];
   if (type) headers['content-type'] = type;
   return new Response(result.body as BodyInit, { status: result.status, headers });

@@ -39,7 +39,26 @@ const errorNext = (error: RouterError, outcome?: AttemptOutcome): Next => ({
   result: outcome ? { kind: 'error', error, outcome } : { kind: 'error', error },
 });
 
-/** Sends one attempt; a stale pooled connection gets one immediate free resend. */
+/**
+ * Bodies this large are never resent for free on a stale connection. SMG (docs "Resending
+ * Pre-Response Failures") resends a pre-response transport failure once, at once, with no backoff
+ * and no retry attempt, even with --disable-retries, but not for timeouts, streamed request bodies,
+ * or bodies of 1 MiB or more (sent as one-shot streams it cannot replay at that layer). Such a
+ * failure is an ordinary failed attempt here: the retry rules decide whether another attempt follows.
+ */
+export const FREE_RESEND_MAX_BYTES = 1 << 20;
+
+/** Whether a stale pooled connection earns this send its one immediate free resend. */
+function resendsFree(
+  err: unknown,
+  body: Uint8Array | ReadableStream<Uint8Array> | null,
+  signal: AbortSignal,
+) {
+  if (!(err instanceof StaleConnectionError) || signal.aborted) return false;
+  return body === null || (body instanceof Uint8Array && body.byteLength < FREE_RESEND_MAX_BYTES);
+}
+
+/** Sends one attempt; a stale pooled connection gets one immediate free resend (small bodies). */
 async function send(run: AttemptRun, worker: RoutedWorker, signal: AbortSignal): Promise<UpstreamResponse> {
   const { ex, leg } = run;
   const { ctx } = ex;
@@ -50,7 +69,7 @@ async function send(run: AttemptRun, worker: RoutedWorker, signal: AbortSignal):
   try {
     return await ctx.deps.upstream(request);
   } catch (err) {
-    if (!(err instanceof StaleConnectionError) || !run.buffered || signal.aborted) throw err;
+    if (!resendsFree(err, leg.body, signal)) throw err;
     ctx.instruments.staleResends.inc();
     return ctx.deps.upstream(request);
   }

@@ -41,6 +41,8 @@ export interface PipelineContext {
   idleTimeoutMs: { stream: number; plain: number };
   /** Bearer sent to engines (--api-key); otherwise none: the client's Authorization is never forwarded. */
   apiKey?: string;
+  /** Name the answering worker in x-routed-worker-id and x-smg-routed-worker-id (off: --no-routed-worker-header). */
+  routedWorkerHeader: boolean;
 }
 
 /** The pipeline's shared context for a config: status classes, retry budget, limits, the stall watch. */
@@ -63,6 +65,7 @@ export function createPipelineContext(config: RouterConfig, deps: RouterDeps): P
       stream: config.attempt.streamIdleTimeoutSecs * 1000,
       plain: config.attempt.idleTimeoutSecs * 1000,
     },
+    routedWorkerHeader: config.server.routedWorkerHeader,
     ...(config.workers.apiKey === undefined ? {} : { apiKey: config.workers.apiKey }),
   };
 }

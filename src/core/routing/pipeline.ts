@@ -64,7 +64,7 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
   ex.lease = lease;
   const headers = clientResponseHeaders(res.headers);
   headers['x-request-id'] = call.requestId;
-  headers['x-routed-worker-id'] = worker.id;
+  if (ctx.routedWorkerHeader) setRoutedWorker(headers, worker.id);
   headers['x-router-attempts'] = String(ex.attempts);
   let body = res.body;
   if (body !== null && NULL_BODY_STATUSES.has(res.status)) {
@@ -98,10 +98,16 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
   return new Response(relayed, { status: res.status, headers });
 }
 
+/** The answering worker, under vllm-router's name and SMG's (smg #2183): the same value. */
+function setRoutedWorker(headers: Record<string, string>, id: string): void {
+  headers['x-routed-worker-id'] = id;
+  headers['x-smg-routed-worker-id'] = id;
+}
+
 function fail(ex: Exchange, error: RouterError): Response {
   ex.finish(error.status, undefined, error.code);
   const headers: Record<string, string> = { 'x-request-id': ex.call.requestId };
-  if (ex.worker) headers['x-routed-worker-id'] = ex.worker.id;
+  if (ex.worker && ex.ctx.routedWorkerHeader) setRoutedWorker(headers, ex.worker.id);
   if (ex.attempts > 0) headers['x-router-attempts'] = String(ex.attempts);
   if (error.status >= 500) {
     ex.ctx.deps.logger.warn(error.message, {
