@@ -122,7 +122,8 @@ export async function runCli(io: CliIo): Promise<void> {
     } else if (resolved.version) {
       io.stdout(`${PROGRAM} ${io.version}`);
     } else if (resolved.checkConfig) {
-      io.stdout(JSON.stringify(maskSecrets(resolved.config), null, 2));
+      // The dialect (production-stack or vLLM Router, and why) first; --config FILE ignores it.
+      io.stdout(JSON.stringify({ dialect: resolved.dialect, ...maskSecrets(resolved.config) }, null, 2));
     } else {
       await serveUntilSignal(io, resolved.config, resolved.demo);
       return;

@@ -5,6 +5,7 @@
  * shutdown sequence: readiness 503 first, the listener closed after the drain delay, the grace
  * period, the cut (exit 1) when it runs out, and a second signal cutting it short.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
 import {
   type CliIo,
@@ -179,6 +180,52 @@ describe('runCli without serving', () => {
     expect(f.err[0]).toBe('warning: .env not read: no read permission (run with --allow-read=.env)');
     expect(f.err[1]).toMatch(/^warning: unknown environment variable VLLM_ROUTER_WROKER_URLS ignored/);
     expect(f.codes).toEqual([0]);
+  });
+
+  it('--check-config prints the detected dialect and why; --config reads that output back', async () => {
+    const f = fake([
+      '--service-discovery',
+      'static',
+      '--static-backends',
+      'http://127.0.0.1:8001',
+      '--routing-logic',
+      'kvaware',
+      '--max-retries',
+      '3',
+      '--check-config',
+    ]);
+    await runCli(f.io);
+    expect(f.codes).toEqual([0]);
+    const printed = JSON.parse(f.out.join('\n')) as RouterConfig & { dialect: unknown };
+    expect(Object.keys(printed)[0]).toBe('dialect');
+    expect(printed.dialect).toEqual({
+      name: 'production-stack',
+      because: ['--service-discovery static', '--static-backends', '--routing-logic', '--max-retries'],
+      retries: 'off: no --enable-retries (one attempt per request)',
+    });
+    expect(printed.retry).toMatchObject({ disabled: true, maxRetries: 5 });
+    expect(f.err).toEqual([
+      expect.stringMatching(
+        /^warning: --routing-logic kvaware routes with cache_aware: a prefix tree .*not a lookup in LMCache/,
+      ),
+      expect.stringMatching(/^warning: --max-retries ignored: --enable-retries is absent/),
+    ]);
+
+    const again = fake(['--config', 'router.json', '--check-config']);
+    again.io.readTextFile = () => f.out.join('\n');
+    await runCli(again.io);
+    expect(again.codes).toEqual([0]);
+    const reread = JSON.parse(again.out.join('\n')) as RouterConfig & { dialect: { name: string } };
+    expect(reread.dialect.name).toBe('vllm-router');
+    expect({ ...reread, dialect: undefined }).toEqual({ ...printed, dialect: undefined });
+  });
+
+  it('installs `vllm-router` beside `vllm-edge-router`, the same command', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      bin: Record<string, string>;
+    };
+    expect(pkg.bin['vllm-router']).toBe(pkg.bin['vllm-edge-router']);
+    expect(existsSync(new URL(`../../${pkg.bin['vllm-router']}`, import.meta.url))).toBe(true);
   });
 
   it('a failure while starting prints `fatal: ...` and exits 1', async () => {

@@ -60,7 +60,9 @@ export function readRouterConfig(env: ConfigBindings): RouterConfig {
       throw new ConfigError(`ROUTER_CONFIG: not valid JSON: ${detail}`, { flag: 'ROUTER_CONFIG' });
     }
   }
-  const config = parseRouterConfig(withBindings(raw, env));
+  // A pasted --check-config output carries the detected command-line dialect: not a setting.
+  const { dialect: _dialect, ...settings } = raw;
+  const config = parseRouterConfig(withBindings(settings, env));
   assertSupported(config);
   return config;
 }

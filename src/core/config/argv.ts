@@ -29,6 +29,8 @@ export interface ParsedArgs {
   origins: Map<string, FlagOrigin>;
   /** Ignored or deprecated flags that were used. */
   warnings: string[];
+  /** Every flag as spelled, in order (dialect.ts tells production-stack spellings from the rest). */
+  spelled: string[];
 }
 
 export interface ParseOptions {
@@ -44,9 +46,17 @@ const ROUTING_LOGIC: Readonly<Record<string, { path: string; value: unknown }>> 
   disaggregated_prefill: { path: 'pd.enabled', value: true },
 };
 
+/** SMG's subcommand: `smg launch --worker-urls ...` reads as `--worker-urls ...`. */
+const LAUNCH = 'launch';
+
 export function parseArgv(argv: readonly string[]): ParsedArgs {
-  return parseFlagTokens(argv);
+  return parseFlagTokens(argv[0] === LAUNCH ? argv.slice(1) : argv);
 }
+
+/** What `--routing-logic kvaware` really does here, said each time it is used. */
+const KVAWARE_WARNING =
+  'routes with cache_aware: a prefix tree of the prompts this router sent to each worker, ' +
+  "not a lookup in LMCache's KV cache (no LMCache controller is asked)";
 
 /** The state the readers of one parse share: the result so far, and whom to blame. */
 interface Parse {
@@ -81,6 +91,7 @@ export function parseFlagTokens(argv: readonly string[], options: ParseOptions =
       demo: false,
       origins: new Map(),
       warnings: [],
+      spelled: [],
     },
     source: options.source,
   };
@@ -119,6 +130,7 @@ function applyFlag(parse: Parse, token: FlagToken): void {
     const near = closest(name, FLAG_BY_NAME.keys());
     fail(parse, `unknown flag ${name}${near ? ` (did you mean ${near}?)` : ''}`, { flag: name });
   }
+  parse.out.spelled.push(name);
   const values = new FlagValues(token.values);
   if (spec.kind === 'custom') readCustom(parse, { spec, name, inline, values });
   else readFlag(parse, { spec, name, inline, values });
@@ -268,5 +280,6 @@ function readRoutingLogic(parse: Parse, use: FlagUse): void {
     const valid = Object.keys(ROUTING_LOGIC).join(', ');
     fail(parse, `${describe(parse, use.name, raw)}: must be one of ${valid}`, { flag: use.name });
   }
+  if (raw === 'kvaware') parse.out.warnings.push(`${describe(parse, use.name, raw)} ${KVAWARE_WARNING}`);
   set(parse, { path: target.path, value: target.value, name: use.name, raw });
 }

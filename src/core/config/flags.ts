@@ -173,7 +173,7 @@ export const FLAGS: readonly FlagSpec[] = [
     f('--retry-backoff-multiplier|--backoff-multiplier', 'number', 'retry.backoffMultiplier', 'Delay growth per retry (>= 1)'),
     f('--retry-jitter-factor|--jitter-factor', 'number', 'retry.jitterFactor', 'Random spread of each delay (0..1)'),
     f('--disable-retries', 'bool', 'retry.disabled', 'One attempt per request'),
-    f('--enable-retries', 'bool', 'retry.disabled', 'production-stack: turn retries on (already the default)', { negate: true }),
+    f('--enable-retries', 'bool', 'retry.disabled', 'production-stack: turn retries on (a production-stack command line has them off without it)', { negate: true }),
     f('--retryable-status-codes', 'list', 'retry.retryableStatusCodes', 'Backend statuses that are retried', { items: 'int', metavar: 'CODE...' }),
     f('--max-buffered-request-bytes', 'int', 'retry.maxBufferedRequestBytes', 'Larger request bodies stream with a single attempt'),
     f('--retry-budget-ratio', 'number', 'retry.budgetRatio', 'Retries may add this share of first attempts (10 s window)'),
@@ -217,6 +217,7 @@ export const FLAGS: readonly FlagSpec[] = [
     f('--prometheus-host', 'string', 'metrics.host', 'Address of the Prometheus metrics listener'),
     f('--prometheus-port', 'int', 'metrics.port', 'Port of the Prometheus metrics listener'),
     f('--request-id-headers', 'list', 'server.requestIdHeaders', 'Headers checked, in order, for a request id', { metavar: 'HEADER...' }),
+    f('--no-routed-worker-header', 'bool', 'server.routedWorkerHeader', 'Leave x-routed-worker-id and x-smg-routed-worker-id (the engine\'s address) off client responses', { negate: true }),
   ]),
   ...group('Authentication', [
     f('--api-key', 'string', 'workers.apiKey', 'Bearer token the router sends to workers', { metavar: 'KEY' }),

@@ -13,6 +13,7 @@ import {
   parseArgv,
   parseFlagTokens,
 } from './argv.ts';
+import { applyDialect, type Dialect, detectDialect } from './dialect.ts';
 import { ConfigError, type ConfigIssue, closest, formatPath } from './errors.ts';
 import { FLAG_BY_PATH, FLAGS, type FlagSpec } from './flags.ts';
 import { checkRouterConfig, defaultRouterConfig, type RouterConfig } from './schema.ts';
@@ -33,6 +34,8 @@ export interface ResolvedConfig {
   demo: boolean;
   /** Things worth telling the operator that do not stop startup (ignored flags, unknown variables). */
   warnings: string[];
+  /** Whose command line it is (production-stack or vLLM Router), and why: see dialect.ts. */
+  dialect: Dialect;
 }
 
 /** Worker deployments (Cloudflare) pass the whole configuration as JSON in this variable. */
@@ -45,7 +48,10 @@ type Layer =
 export function resolveConfig({ argv, env, readTextFile }: ResolveConfigOptions): ResolvedConfig {
   const cli = parseArgv(argv);
   const base = { help: cli.help, checkConfig: cli.checkConfig, version: cli.version, demo: cli.demo };
-  if (cli.help || cli.version) return { ...base, config: defaultRouterConfig(), warnings: cli.warnings };
+  if (cli.help || cli.version) {
+    return { ...base, config: defaultRouterConfig(), warnings: cli.warnings, dialect: detectDialect(cli) };
+  }
+  const dialect = applyDialect(cli);
 
   const fromEnv = parseEnv(env);
   const layers: Layer[] = [
@@ -67,7 +73,7 @@ export function resolveConfig({ argv, env, readTextFile }: ResolveConfigOptions)
   const merged = layers.reduceRight<ConfigOverrides>((acc, layer) => deepMerge(acc, layer.overrides), {});
   const result = checkRouterConfig(merged);
   if (!result.ok) throw explain(result.issues, layers, merged);
-  return { ...base, config: result.config, warnings: [...cli.warnings, ...fromEnv.warnings] };
+  return { ...base, config: result.config, warnings: [...cli.warnings, ...fromEnv.warnings], dialect };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -132,6 +138,7 @@ function readEnvVar(
   const parsed: ParsedArgs = parseFlagTokens(envTokens(spec, value), { source: name });
   settings.overrides = deepMerge(settings.overrides, parsed.overrides);
   for (const [path, origin] of parsed.origins) settings.origins.set(path, origin);
+  settings.warnings.push(...parsed.warnings);
   settings.configFile = parsed.configFile ?? settings.configFile;
 }
 
@@ -176,7 +183,9 @@ function parseJsonConfig(text: string, label: string): ConfigOverrides {
   }
   if (!isPlainObject(data))
     throw new ConfigError(`${label}: must be a JSON object shaped like the configuration`);
-  return data;
+  // --check-config prints the detected dialect beside the settings: informational, not a setting.
+  const { dialect: _printed, ...settings } = data;
+  return settings;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -67,6 +67,8 @@ export const routerConfigSchema = z
       // On SIGTERM: readiness turns 503 this long before the listener closes.
       shutdownDrainDelaySecs: num(0).default(5),
       shutdownGraceSecs: num(0).default(30),
+      // x-routed-worker-id and x-smg-routed-worker-id on client responses (engine addresses).
+      routedWorkerHeader: bool().default(true),
     }),
     workers: section({
       urls: list(httpUrl, 'worker URLs').default(() => []),
@@ -182,7 +184,7 @@ export const routerConfigSchema = z
     discovery: section({
       mode: oneOf(DISCOVERY_MODES).optional(),
       selector: list(selector, 'key=value selectors').default(() => []),
-      port: port().default(80),
+      port: port().default(8000),
       namespace: text('namespace').optional(),
       prefillSelector: list(selector, 'key=value selectors').default(() => []),
       decodeSelector: list(selector, 'key=value selectors').default(() => []),

@@ -289,7 +289,7 @@ describe('vllm-project/router', () => {
       mode: 'k8s',
       selector: ['app=vllm-worker', 'role=inference'],
       namespace: 'default',
-      port: 80,
+      port: 8000,
     });
   });
 });
@@ -423,7 +423,7 @@ describe('bad command lines fail with exit code 2 and a message naming the flag'
     [['--retry-initial-backoff-ms', '500', '--retry-max-backoff-ms', '100'], '--retry-initial-backoff-ms 500: must not exceed the max backoff (100 ms)'],
     [['--retry-max-retries', '0'], '--retry-max-retries 0: must be an integer >= 1'],
     [['--retry-max-retries', '2.5'], '--retry-max-retries 2.5: must be an integer >= 1'],
-    [['--max-retries', '0'], '--max-retries 0: must be an integer >= 1'],
+    [['--enable-retries', '--max-retries', '0'], '--max-retries 0: must be an integer >= 1'],
     [['--worker-urls', 'worker1:8000'], '--worker-urls worker1:8000: must be an http:// or https:// URL'],
     [['--static-backends', 'http://a,ftp://b'], '--static-backends ftp://b: must be an http:// or https:// URL'],
     [['--policy', 'least_connections'], '--policy least_connections: must be one of random, round_robin, power_of_two, consistent_hash, rendezvous_hash, cache_aware, least_loaded, sticky_least_loaded'],

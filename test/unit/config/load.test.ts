@@ -280,7 +280,9 @@ describe('errors from flags', () => {
     const err = failure(['--retry-jitter-factor', '1.5']);
     expect(err.message).toBe('--retry-jitter-factor 1.5: must be between 0 and 1');
     expect(err).toMatchObject({ exitCode: 2, flag: '--retry-jitter-factor', path: 'retry.jitterFactor' });
-    expect(failure(['--jitter-factor', '1.5']).message).toBe('--jitter-factor 1.5: must be between 0 and 1');
+    expect(failure(['--enable-retries', '--jitter-factor', '1.5']).message).toBe(
+      '--jitter-factor 1.5: must be between 0 and 1',
+    );
   });
 
   it('blame a list element by its value', () => {

@@ -36,6 +36,7 @@ describe('defaults', () => {
         keepAliveTimeoutSecs: 75,
         shutdownDrainDelaySecs: 5,
         shutdownGraceSecs: 30,
+        routedWorkerHeader: true,
       },
       workers: {
         urls: [],
@@ -105,7 +106,7 @@ describe('defaults', () => {
         validationTimeoutSecs: 5,
       },
       admin: {},
-      discovery: { selector: [], port: 80, prefillSelector: [], decodeSelector: [] },
+      discovery: { selector: [], port: 8000, prefillSelector: [], decodeSelector: [] },
       metrics: { host: '127.0.0.1', port: 29000 },
       log: { level: 'info', json: false },
     });
