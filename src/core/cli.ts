@@ -16,7 +16,7 @@ import { renderHelp } from './config/help.ts';
 import { type ResolvedConfig, resolveConfig } from './config/load.ts';
 import type { RouterConfig } from './config/schema.ts';
 import { maskSecrets } from './config/secrets.ts';
-import { assertSupported } from './config/unsupported.ts';
+import { assertSupported, type RuntimeFeatures } from './config/unsupported.ts';
 import { type Clock, systemClock } from './contracts/runtime.ts';
 import type { Logger } from './observability/logger.ts';
 
@@ -101,6 +101,8 @@ export interface CliIo {
   /** Writes one line to stderr (the writer adds the newline). */
   stderr(line: string): void;
   version: string;
+  /** What the runtime offers beyond the core (P2P-NCCL registration on Node). */
+  features?: RuntimeFeatures;
   /** Binds every listener first (a port in use rejects with `listenError`), then starts probing. */
   serve(config: RouterConfig): Promise<ServingRouter>;
   startDemo(): Promise<DemoEngines>;
@@ -140,7 +142,7 @@ function resolve(io: CliIo): ResolvedConfig | undefined {
   try {
     const env = { ...dotEnv(io), ...io.env };
     resolved = resolveConfig({ argv: io.argv, env, readTextFile: (p) => io.readTextFile(p) });
-    if (!resolved.help && !resolved.version) assertSupported(resolved.config);
+    if (!resolved.help && !resolved.version) assertSupported(resolved.config, io.features);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     fail(io, err);

@@ -15,10 +15,12 @@ import type { Fleet } from './fleet/fleet.ts';
 import { registerFleetCollector } from './fleet/fleet-collector.ts';
 import { createFleetFromConfig } from './fleet/from-config.ts';
 import { refreshWorkers, runHealthTick, waitForHealthyWorker } from './fleet/health-check.ts';
+import { MooncakeBootstrap } from './fleet/mooncake-bootstrap.ts';
 import { ProbeLog } from './fleet/probe-log.ts';
 import { createRouterApp } from './http/app.ts';
 import { createLogger, type Logger, type LogSink } from './observability/logger.ts';
 import { MetricsRegistry } from './observability/metrics.ts';
+import { pdConnector } from './routing/context.ts';
 import { InFlight } from './routing/in-flight.ts';
 
 export type FleetEventHandler = (
@@ -44,6 +46,11 @@ export interface RouterHost {
   adminWithoutKey?: 'loopback' | 'off';
   /** The admin Host rule against DNS rebinding (default on; Workers turn it off). */
   adminHostCheck?: boolean;
+  /**
+   * P2P-NCCL worker registration (--vllm-discovery-address), when the runtime offers it (Node): the
+   * ZMQ address each registered worker gave, by its HTTP URL.
+   */
+  p2pRegistry?: { zmqAddress(url: string): string | undefined };
 }
 
 export interface Router<F extends FleetApi = Fleet> {
@@ -79,7 +86,7 @@ export interface Router<F extends FleetApi = Fleet> {
 
 /** A router around the in-memory fleet the config describes (Node, Deno, the Durable Object). */
 export function createRouter(config: RouterConfig, host: RouterHost): Router<Fleet> {
-  assertSupported(config);
+  assertSupported(config, { p2pRegistration: host.p2pRegistry !== undefined });
   const clock = host.clock ?? systemClock;
   const metrics = host.metrics ?? new MetricsRegistry();
   const logger = createLogger({ ...config.log, sink: host.logSink, now: () => clock.now() });
@@ -98,13 +105,39 @@ export function createRouter(config: RouterConfig, host: RouterHost): Router<Fle
   return assemble(config, { ...host, clock, metrics }, fleet, logger, new InFlight());
 }
 
+/** Mooncake's bootstrap lookup, when the config runs Mooncake. */
+function mooncakeBootstrap(config: RouterConfig, host: RouterHost & { clock: Clock }, logger: Logger) {
+  if (!config.pd.enabled || pdConnector(config) !== 'mooncake') return undefined;
+  return new MooncakeBootstrap({
+    upstream: host.upstream,
+    clock: host.clock,
+    timeoutMs: config.pd.bootstrapTimeoutSecs * 1000,
+    onEvent: (level, message, fields) => logger.log(level, message, fields),
+  });
+}
+
+/** Startup: ask every prefill worker's bootstrap server, retrying with backoff (about a minute). */
+async function warmUpBootstrap(
+  bootstrap: MooncakeBootstrap,
+  fleet: FleetApi,
+  sleep: (ms: number) => Promise<void>,
+  signal?: AbortSignal,
+): Promise<void> {
+  for (let round = 0; round < 8 && !signal?.aborted; round++) {
+    const workers = await fleet.listWorkers();
+    await bootstrap.refresh(workers);
+    if (bootstrap.allKnown(workers)) return;
+    await sleep(Math.min(30_000, 500 * 2 ** round));
+  }
+}
+
 /** A router around a fleet held elsewhere (the Worker's isolates: the Durable Object by RPC). */
 export function createRouterOn<F extends FleetApi>(
   config: RouterConfig,
   host: RouterHost,
   fleet: F,
 ): Router<F> {
-  assertSupported(config);
+  assertSupported(config, { p2pRegistration: host.p2pRegistry !== undefined });
   const clock = host.clock ?? systemClock;
   const logger = createLogger({ ...config.log, sink: host.logSink, now: () => clock.now() });
   return assemble(config, { ...host, clock, metrics: host.metrics ?? new MetricsRegistry() }, fleet, logger);
@@ -119,6 +152,11 @@ function assemble<F extends FleetApi>(
 ): Router<F> {
   const { clock, metrics, upstream } = host;
   const tickDeps = { fleet, upstream, clock, config, probeLog: new ProbeLog(logger) };
+  const bootstrap = mooncakeBootstrap(config, host, logger);
+  const pd = {
+    ...(bootstrap ? { bootstrap } : {}),
+    ...(host.p2pRegistry ? { zmqAddress: (url: string) => host.p2pRegistry?.zmqAddress(url) } : {}),
+  };
   const refresh = (only?: readonly string[]) => refreshWorkers(tickDeps, only);
   let app: Hono | undefined;
   let draining = false;
@@ -135,6 +173,7 @@ function assemble<F extends FleetApi>(
           fleet,
           logger,
           metrics,
+          pd,
           ...(inFlight ? { inFlight } : {}),
         },
         {
@@ -152,14 +191,21 @@ function assemble<F extends FleetApi>(
     metrics,
     clock,
     async start(sleep, signal) {
+      const warm = bootstrap ? warmUpBootstrap(bootstrap, fleet, sleep, signal) : undefined;
+      let healthy: boolean;
       if (!config.health.disabled) {
-        return waitForHealthyWorker({ ...tickDeps, logger, sleep, ...(signal ? { signal } : {}) });
+        healthy = await waitForHealthyWorker({ ...tickDeps, logger, sleep, ...(signal ? { signal } : {}) });
+      } else {
+        await refresh();
+        healthy = (await fleet.listWorkers()).some((w) => w.healthy);
       }
-      await refresh();
-      return (await fleet.listWorkers()).some((w) => w.healthy);
+      await warm;
+      return healthy;
     },
     async healthTick() {
       if (!config.health.disabled) await runHealthTick(tickDeps);
+      // Prefill workers not known to their bootstrap server yet (new ones, or it was down).
+      if (bootstrap) await bootstrap.refresh(await fleet.listWorkers());
     },
     refreshWorkers: refresh,
     beginDrain() {

@@ -141,10 +141,11 @@ describe('runCli without serving', () => {
   });
 
   it('a feature this release does not have exits 2', async () => {
-    const f = fake([...WORKERS, '--vllm-discovery-address', '127.0.0.1:9000']);
+    // P2P-NCCL registration needs a ZMQ socket: a runtime without it (this fake host) refuses.
+    const f = fake(['--vllm-pd-disaggregation', '--vllm-discovery-address', '127.0.0.1:9000']);
     await runCli(f.io);
     expect(f.codes).toEqual([2]);
-    expect(f.err[0]).toMatch(/^error: .*--vllm-discovery-address.*not available in this release/);
+    expect(f.err[0]).toMatch(/^error: .*--vllm-discovery-address.*not available here/);
   });
 
   it('an unreadable --config file exits 2 naming it', async () => {

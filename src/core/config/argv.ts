@@ -44,6 +44,7 @@ const ROUTING_LOGIC: Readonly<Record<string, { path: string; value: unknown }>> 
   prefixaware: { path: 'policy.name', value: 'cache_aware' },
   kvaware: { path: 'policy.name', value: 'cache_aware' },
   disaggregated_prefill: { path: 'pd.enabled', value: true },
+  disaggregated_prefill_orchestrated: { path: 'pd.enabled', value: true },
 };
 
 /** SMG's subcommand: `smg launch --worker-urls ...` reads as `--worker-urls ...`. */

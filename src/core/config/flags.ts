@@ -96,7 +96,7 @@ function group(name: FlagGroup, entries: readonly Entry[]): FlagSpec[] {
   });
 }
 
-const LOGIC = 'roundrobin, session, prefixaware, kvaware, disaggregated_prefill';
+const LOGIC = 'roundrobin, session, prefixaware, kvaware, disaggregated_prefill(_orchestrated)';
 const SLL = 'sticky_least_loaded:';
 const IGNORED = 'Ignored (production-stack)';
 const STATS = { ignored: 'see /metrics for statistics' } as const;
@@ -154,8 +154,11 @@ export const FLAGS: readonly FlagSpec[] = [
     f('--vllm-pd-disaggregation|--pd-disaggregation', 'bool', 'pd.enabled', 'Send each request to a prefill worker, then a decode worker'),
     f('--prefill', 'custom', 'pd.prefill', 'Prefill worker and optional bootstrap port (repeatable)', { custom: 'prefill', metavar: 'URL [PORT|none]' }),
     f('--decode', 'list', 'pd.decode', 'Decode worker URL (repeatable)', { metavar: 'URL' }),
-    f('--kv-connector', 'string', 'pd.kvConnector', `KV transfer connector: ${KV_CONNECTORS.join(', ')}`, { metavar: 'NAME' }),
-    f('--vllm-discovery-address', 'string', 'pd.discoveryAddress', 'Where vLLM PD workers register themselves (ZMQ)', { metavar: 'HOST:PORT' }),
+    f('--kv-connector', 'string', 'pd.kvConnector', `KV transfer connector: ${KV_CONNECTORS.join(', ')} (unset: nixl; p2p_nccl with --vllm-discovery-address)`, { metavar: 'NAME' }),
+    f('--vllm-discovery-address', 'string', 'pd.discoveryAddress', 'Where P2P-NCCL workers register themselves (ZMQ ROUTER socket; Node)', { metavar: 'HOST:PORT' }),
+    f('--pd-concurrent-dispatch', 'bool', 'pd.concurrentDispatch', 'Mooncake: send the decode leg without waiting for the prefill (as vLLM\'s Mooncake proxy)'),
+    f('--pd-kv-hold-secs', 'number', 'pd.kvHoldSecs', 'How long a prefill engine holds KV blocks: a decode not started by then gets a fresh prefill'),
+    f('--mooncake-bootstrap-timeout-secs', 'number', 'pd.bootstrapTimeoutSecs', 'Mooncake: timeout of each bootstrap /query'),
   ]),
   ...group('Kubernetes service discovery', [
     f('--service-discovery', 'custom', 'discovery.mode', 'Discover workers: k8s (also the bare flag) or static', { custom: 'service-discovery', metavar: '[static|k8s]' }),
@@ -237,6 +240,9 @@ export const FLAGS: readonly FlagSpec[] = [
     f('--log-stats-interval', 'number', undefined, IGNORED, STATS),
     f('--static-backend-health-checks', 'bool', undefined, 'Ignored: workers are health-checked by default', { ignored: 'workers are health-checked by default (see --disable-health-check)' }),
     f('--static-model-types', 'csv-list', undefined, IGNORED, { ignored: 'workers are probed at --health-check-endpoint' }),
+    f('--static-model-labels', 'csv-list', 'workers.modelLabels', 'Label of each worker URL, in order (with --prefill-model-labels / --decode-model-labels)', { metavar: 'LABEL,...' }),
+    f('--prefill-model-labels', 'csv-list', 'pd.prefillLabels', 'Labels of prefill workers (--routing-logic disaggregated_prefill)', { metavar: 'LABEL,...' }),
+    f('--decode-model-labels', 'csv-list', 'pd.decodeLabels', 'Labels of decode workers (--routing-logic disaggregated_prefill)', { metavar: 'LABEL,...' }),
   ]),
 ];
 

@@ -23,7 +23,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** production-stack and the Python launchers spell these the Python way. */
 export const LOG_LEVEL_ALIASES: Readonly<Record<string, LogLevel>> = { warning: 'warn', critical: 'error' };
 
-export const KV_CONNECTORS = ['nixl', 'mooncake'] as const;
+export const KV_CONNECTORS = ['nixl', 'mooncake', 'p2p_nccl'] as const;
 export const DISCOVERY_MODES = ['static', 'k8s'] as const;
 
 export const DEFAULT_REQUEST_ID_HEADERS = ['x-request-id', 'x-correlation-id', 'x-trace-id', 'request-id'];

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { ConfigError, type ConfigIssue, closest, formatPath } from './errors.ts';
+import { crossChecks, impliedSettings } from './schema-checks.ts';
 import {
   bool,
   headerName,
@@ -73,6 +74,8 @@ export const routerConfigSchema = z
     workers: section({
       urls: list(httpUrl, 'worker URLs').default(() => []),
       models: list(text('model name'), 'model names').default(() => []),
+      // production-stack: a label per URL; --prefill/--decode-model-labels give labels their role.
+      modelLabels: list(text('label'), 'labels').default(() => []),
       apiKey: text('API key').optional(),
       // Workers added at runtime (admin API) must match one of these when any is given.
       urlAllowlist: list(hostPattern, 'host or CIDR patterns').default(() => []),
@@ -87,8 +90,17 @@ export const routerConfigSchema = z
         'prefill workers ({url, bootstrapPort})',
       ).default(() => []),
       decode: list(httpUrl, 'decode worker URLs').default(() => []),
-      kvConnector: oneOf(KV_CONNECTORS).default('nixl'),
+      prefillLabels: list(text('label'), 'labels').default(() => []),
+      decodeLabels: list(text('label'), 'labels').default(() => []),
+      // Unset: nixl, or p2p_nccl when workers register over ZMQ (--vllm-discovery-address).
+      kvConnector: oneOf(KV_CONNECTORS).optional(),
       discoveryAddress: hostPort.optional(),
+      // Mooncake: send the decode leg without waiting for the prefill's answer.
+      concurrentDispatch: bool().default(false),
+      // How long a prefill engine holds the KV blocks for its decode (vLLM: about 30 s).
+      kvHoldSecs: positive().default(30),
+      // Mooncake bootstrap /query: per try, and the cap of the backoff between tries.
+      bootstrapTimeoutSecs: positive().default(5),
     }),
     policy: section({
       // cache_aware by default, as in vllm-router and SMG.
@@ -198,26 +210,8 @@ export const routerConfigSchema = z
       json: bool().default(false),
     }),
   })
-  .superRefine((c, ctx) => {
-    // Cross-field checks name both fields, so the error can blame whichever one the user set.
-    const conflict = (path: string, message: string, related: string, relatedMessage = message) =>
-      ctx.addIssue({ code: 'custom', path: path.split('.'), message, params: { related, relatedMessage } });
-    const { initialBackoffMs: initial, maxBackoffMs: max } = c.retry;
-    if (initial > max) {
-      const message = `must not exceed the max backoff (${max} ms)`;
-      conflict(
-        'retry.initialBackoffMs',
-        message,
-        'retry.maxBackoffMs',
-        `must be at least the initial backoff (${initial} ms)`,
-      );
-    }
-    const { urls, models } = c.workers;
-    if (urls.length > 0 && models.length > 1 && models.length !== urls.length) {
-      const message = `${models.length} models for ${urls.length} worker URLs: give one model per URL or a single model for all`;
-      conflict('workers.models', message, 'workers.urls');
-    }
-  });
+  .superRefine(crossChecks)
+  .transform(impliedSettings);
 
 export type RouterConfig = z.output<typeof routerConfigSchema>;
 export type RouterConfigInput = z.input<typeof routerConfigSchema>;

@@ -91,6 +91,8 @@ export interface RoutedWorker {
   id: string;
   url: string;
   dpRank?: number;
+  /** A prefill worker's bootstrap port (Mooncake), when it has one. */
+  bootstrapPort?: number | null;
   /** The worker's retry overrides, applied to failures on it. */
   retry?: Partial<RouterConfig['retry']>;
 }

@@ -107,6 +107,7 @@ export class Fleet implements FleetApi {
     pool.policy.onDispatch?.(worker, input);
     const routed: RoutedWorker = { id: worker.id, url: worker.url };
     if (worker.dpRank !== undefined) routed.dpRank = worker.dpRank;
+    if (worker.bootstrapPort !== undefined) routed.bootstrapPort = worker.bootstrapPort;
     if (worker.retry !== undefined) routed.retry = worker.retry;
     return { ok: true, worker: routed, lease };
   }

@@ -12,11 +12,29 @@ import { expandDataParallel } from './workers.ts';
  * each expanded into its data-parallel ranks.
  */
 export function workerSpecsFromConfig(config: RouterConfig): WorkerSpec[] {
-  const { urls, models, dpSize } = config.workers;
-  return urls.flatMap((url, i) => {
+  const { urls, models, dpSize, modelLabels } = config.workers;
+  const { prefillLabels, decodeLabels } = config.pd;
+  // production-stack: with PD on, a URL's label gives its role (--prefill/--decode-model-labels).
+  const roleOf = (i: number): WorkerSpec['role'] => {
+    const label = config.pd.enabled ? modelLabels[i] : undefined;
+    if (label === undefined) return undefined;
+    return prefillLabels.includes(label) ? 'prefill' : decodeLabels.includes(label) ? 'decode' : undefined;
+  };
+  const regular = urls.flatMap((url, i) => {
     const model = models.length === 1 ? models[0] : models[i];
-    return expandDataParallel(model === undefined ? { url } : { url, models: [model] }, dpSize);
+    const role = roleOf(i);
+    const spec: WorkerSpec = model === undefined ? { url } : { url, models: [model] };
+    return expandDataParallel(role === undefined ? spec : { ...spec, role }, dpSize);
   });
+  // --static-models with a single model applies to the prefill and decode workers too.
+  const pdModels = models.length === 1 ? { models: [models[0] as string] } : {};
+  const prefill = config.pd.prefill.flatMap(({ url, bootstrapPort }) =>
+    expandDataParallel({ url, role: 'prefill', bootstrapPort, ...pdModels }, dpSize),
+  );
+  const decode = config.pd.decode.flatMap((url) =>
+    expandDataParallel({ url, role: 'decode', ...pdModels }, dpSize),
+  );
+  return [...regular, ...prefill, ...decode];
 }
 
 export function createFleetFromConfig(

@@ -52,7 +52,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
     config.admission.queueTimeoutSecs * 1000,
     deps.clock,
   );
-  registerPublicRoutes(app, deps.fleet, deps.metrics, deps.clock.now(), options.draining);
+  registerPublicRoutes(app, deps.fleet, deps.metrics, deps.clock.now(), options.draining, config.pd.enabled);
   registerAdminRoutes(
     app,
     {

@@ -11,6 +11,7 @@ import { RouterError } from '../contracts/errors.ts';
 import type { PolicyNeeds } from '../policies/policy.ts';
 import { policyNeeds } from '../policies/registry.ts';
 import { upstreamRequestHeaders } from '../routing/headers.ts';
+import { type JsonObject, PD_ROUTES } from '../routing/pd-bodies.ts';
 import { type PipelineContext, proxyRequest, rejectRequest } from '../routing/pipeline.ts';
 import {
   isJsonContentType,
@@ -81,6 +82,8 @@ function intakeRules(config: RouterConfig): IntakeRules {
 type Intake = {
   body: Uint8Array | ReadableStream<Uint8Array> | null;
   info: RequestInfo;
+  /** The parsed body, kept for requests split into prefill and decode legs. */
+  json?: JsonObject;
   /** The buffered body's bytes held against the budget (none when streamed through). */
   reservation?: Reservation;
   /** A streamed upload's client-side failure, once it happened. */
@@ -129,7 +132,11 @@ async function intake(
   if (!route.jsonRequired && !(bytes.byteLength > 0 && json))
     return { body: bytes, info: { stream: false }, reservation };
   try {
-    return { body: bytes, info: infoOf(c, parseJsonBody(bytes), route.path, rules), reservation };
+    const parsed = parseJsonBody(bytes);
+    const info = infoOf(c, parsed, route.path, rules);
+    if (ctx.pd && PD_ROUTES.has(route.path))
+      return { body: bytes, info, json: parsed as JsonObject, reservation };
+    return { body: bytes, info, reservation };
   } catch (err) {
     reservation.release();
     throw err;
@@ -179,6 +186,7 @@ export function registerInferenceRoutes(
       clientSignal: c.req.raw.signal,
       requestId,
       info: read.info,
+      ...(read.json ? { json: read.json } : {}),
       release: releaseBoth(permit, read.reservation),
       ...(read.uploadFault ? { uploadFault: read.uploadFault } : {}),
     });

@@ -1,6 +1,6 @@
 /** Public endpoints: models, probes and metrics. */
 import type { Hono } from 'hono';
-import type { FleetApi } from '../contracts/fleet-api.ts';
+import type { FleetApi, WorkerInfo } from '../contracts/fleet-api.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 
@@ -10,9 +10,10 @@ export function registerPublicRoutes(
   metrics: MetricsRegistry,
   startedAt: number,
   draining: () => boolean = () => false,
+  pd = false,
 ): void {
   app.get('/v1/models', async (c) => {
-    const models = await fleet.models();
+    const models = pd ? decodeModels(await fleet.listWorkers()) : await fleet.models();
     const created = Math.floor(startedAt / 1000);
     return c.json({
       object: 'list',
@@ -26,9 +27,14 @@ export function registerPublicRoutes(
     const workers = await fleet.listWorkers();
     const active = workers.filter((w) => !w.draining);
     const healthy = active.filter((w) => w.healthy);
+    // Prefill/decode: a request needs a healthy worker of each role.
+    const serving = pd
+      ? Math.min(...(['prefill', 'decode'] as const).map((r) => healthy.filter((w) => w.role === r).length))
+      : healthy.length;
     return {
       total: active.length,
       healthy: healthy.length,
+      serving,
       unhealthy: active.filter((w) => !w.healthy).map((w) => w.id),
       openCircuits: active.filter((w) => w.circuit === 'open').map((w) => w.id),
     };
@@ -37,14 +43,16 @@ export function registerPublicRoutes(
   app.get('/readiness', async (c) => {
     const counts = await healthCounts();
     const stopping = draining();
-    const ready = counts.healthy > 0 && !stopping;
+    const ready = counts.serving > 0 && !stopping;
     return c.json(
       {
         status: ready ? 'ready' : 'not_ready',
         ...(stopping
           ? { reason: 'shutting_down' }
-          : counts.healthy === 0
-            ? { reason: 'no_available_workers' }
+          : counts.serving === 0
+            ? {
+                reason: counts.healthy === 0 ? 'no_available_workers' : 'no_healthy_prefill_or_decode_worker',
+              }
             : {}),
         healthy_workers: counts.healthy,
         total_workers: counts.total,
@@ -55,7 +63,7 @@ export function registerPublicRoutes(
 
   app.get('/health', async (c) => {
     const counts = await healthCounts();
-    const ok = counts.healthy > 0;
+    const ok = counts.serving > 0;
     return c.json(
       {
         status: ok ? 'healthy' : 'unhealthy',
@@ -69,6 +77,13 @@ export function registerPublicRoutes(
   });
 
   app.get('/metrics', async () => metricsResponse(metrics));
+}
+
+/** Models of the decode workers (they answer the client), first seen first. */
+function decodeModels(workers: WorkerInfo[]): string[] {
+  const out = new Set<string>();
+  for (const w of workers) if (w.role === 'decode' && !w.draining) for (const m of w.models ?? []) out.add(m);
+  return [...out];
 }
 
 export async function metricsResponse(metrics: MetricsRegistry): Promise<Response> {

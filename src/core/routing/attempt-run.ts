@@ -8,7 +8,7 @@ import { RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome, RoutedWorker, RouteInput } from '../contracts/fleet-api.ts';
 import type { UpstreamResponse } from '../contracts/upstream.ts';
 import { backoffDelayMs, maxAttempts, type RetrySettings } from '../resilience/backoff.ts';
-import { type Exchange, SHUTDOWN } from './exchange.ts';
+import { ABANDONED, type Exchange, SHUTDOWN } from './exchange.ts';
 import type { AttemptTracker } from './stall-watch.ts';
 
 /** One leg to send: the regular request, or a prefill or decode leg. */
@@ -21,6 +21,18 @@ export interface Leg {
   body: Uint8Array | ReadableStream<Uint8Array> | null;
   /** The answer streams (SSE): its first chunk is awaited before the answer is committed. */
   stream?: boolean;
+  /** The body for one worker, when it depends on the worker (prefill/decode legs); else `body`. */
+  bodyFor?: (worker: RoutedWorker) => Uint8Array;
+  /** The engine-facing request id, when it depends on the worker (P2P-NCCL); else the request's. */
+  requestIdFor?: (worker: RoutedWorker) => string;
+  /**
+   * Whether this leg may still be sent to `worker` (checked before every send): false withdraws the
+   * leg (its lease given back) so the caller can start over, e.g. a decode leg past the prefill's
+   * KV hold time, or a P2P-NCCL decode leg rerouted away from the worker its prefill pushed to.
+   */
+  admits?: (worker: RoutedWorker) => boolean;
+  /** A leg running beside the answering one (concurrent prefill): it never names the answering worker. */
+  background?: boolean;
 }
 
 /** A stream's first read, taken before the answer was committed; the relay continues from it. */
@@ -39,7 +51,9 @@ export type LegResult =
       prefetched?: Prefetched;
     }
   | { kind: 'error'; error: RouterError; outcome?: AttemptOutcome }
-  | { kind: 'aborted' };
+  | { kind: 'aborted' }
+  /** The leg's `admits` turned the next worker down, or the leg was called off (`AttemptRun.callOff`). */
+  | { kind: 'withdrawn'; worker?: RoutedWorker };
 
 /** A worker and lease the fleet gave for the next attempt. */
 export interface Routed {
@@ -78,18 +92,62 @@ export class AttemptRun {
   backoffs = 0;
   /** Only a buffered body can be sent again. */
   readonly buffered: boolean;
+  /** Tries against this leg's attempt limit: its attempts plus the ones that found no available worker. */
+  tries = 0;
+  /** The worker of this leg's latest attempt. */
+  worker: RoutedWorker | undefined;
+  /**
+   * Aborts the current attempt: the request stopped (client gone, deadline, shutdown: the
+   * exchange's signal), the stall watch abandoned it, or the leg was called off. Renewed after an
+   * abandon, so the leg carries on; each leg has its own (a prefill running beside its decode).
+   */
+  private ctl = new AbortController();
+  private calledOff = false;
+  /** The loop returned its result (a committed answer's signal must not be aborted by `callOff`). */
+  finished = false;
 
   constructor(
     readonly ex: Exchange,
     readonly leg: Leg,
   ) {
     this.buffered = !(leg.body instanceof ReadableStream);
+    const stop = ex.signal;
+    if (stop.aborted) this.ctl.abort(stop.reason);
+    else stop.addEventListener('abort', () => this.ctl.abort(stop.reason), { once: true });
+  }
+
+  /** The current attempt's abort signal. */
+  get attemptSignal(): AbortSignal {
+    return this.ctl.signal;
+  }
+
+  /**
+   * Gives up the current attempt (the stall watch found it stuck): its engine request is aborted,
+   * and the leg carries on with a fresh signal. No-op once the request stopped.
+   */
+  abandonAttempt(): void {
+    if (this.ctl.signal.aborted) return;
+    this.ctl.abort(ABANDONED);
+    this.ctl = new AbortController();
+    if (this.ex.signal.aborted) this.ctl.abort(this.ex.signal.reason);
+  }
+
+  /** Stops the leg where it is (its attempt aborted, the leg withdrawn), e.g. its prefill failed. */
+  callOff(): void {
+    if (this.finished) return;
+    this.calledOff = true;
+    if (!this.ctl.signal.aborted) this.ctl.abort(ABANDONED);
+  }
+
+  /** The leg was called off. */
+  get off(): boolean {
+    return this.calledOff;
   }
 
   /** Retry settings for failures on the latest worker (its overrides win). */
   settings(): RetrySettings {
     const { retry } = this.ex.ctx;
-    const own = this.ex.worker?.retry;
+    const own = this.worker?.retry;
     return own === undefined ? retry : { ...retry, ...own };
   }
 
@@ -100,7 +158,7 @@ export class AttemptRun {
 
   /** Whether the attempt limit leaves room for one more try (no side effects). */
   withinLimit(): boolean {
-    return this.ex.tries < (this.buffered ? maxAttempts(this.settings()) : 1);
+    return this.tries < (this.buffered ? maxAttempts(this.settings()) : 1);
   }
 
   /** Whether one more attempt may be made; counts the exhaustion or the spent budget otherwise. */
@@ -142,7 +200,7 @@ export class AttemptRun {
       ctx.deps.logger.debug('retrying', {
         request_id: call.requestId,
         attempt: this.ex.attempts,
-        worker: this.ex.worker?.id,
+        worker: this.worker?.id,
         reason,
         delay_ms: Math.round(delay),
       });
@@ -151,8 +209,9 @@ export class AttemptRun {
     return this.ex.sleep(delay);
   }
 
-  /** The result once the client left, the deadline passed or the router shut down. */
+  /** The result once the client left, the deadline passed, the router shut down or the leg was called off. */
   stopped(): LegResult {
+    if (this.calledOff) return { kind: 'withdrawn' };
     if (this.ex.clientGone) return { kind: 'aborted' };
     if (this.ex.shutDown) return { kind: 'error', error: new RouterError('shutdown', SHUTDOWN) };
     const message = `request timed out after ${this.ex.ctx.timeoutMs} ms`;

@@ -62,14 +62,16 @@ function resendsFree(
 async function send(run: AttemptRun, worker: RoutedWorker, signal: AbortSignal): Promise<UpstreamResponse> {
   const { ex, leg } = run;
   const { ctx } = ex;
-  const headers: Record<string, string> = { ...leg.headers, 'x-request-id': ex.call.requestId };
+  const requestId = leg.requestIdFor ? leg.requestIdFor(worker) : ex.call.requestId;
+  const headers: Record<string, string> = { ...leg.headers, 'x-request-id': requestId };
   if (worker.dpRank !== undefined) headers['x-data-parallel-rank'] = String(worker.dpRank);
   if (ctx.apiKey !== undefined) headers.authorization = `Bearer ${ctx.apiKey}`;
-  const request = { url: worker.url + leg.target, method: ex.call.method, headers, body: leg.body, signal };
+  const body = leg.bodyFor ? leg.bodyFor(worker) : leg.body;
+  const request = { url: worker.url + leg.target, method: ex.call.method, headers, body, signal };
   try {
     return await ctx.deps.upstream(request);
   } catch (err) {
-    if (!resendsFree(err, leg.body, signal)) throw err;
+    if (!resendsFree(err, body, signal)) throw err;
     ctx.instruments.staleResends.inc();
     return ctx.deps.upstream(request);
   }
@@ -100,6 +102,10 @@ async function failedSend(
   const { ex } = run;
   const { worker, lease, tracker } = attempt;
   const { fleet, logger } = ex.ctx.deps;
+  if (run.off) {
+    await fleet.settle(lease, { kind: 'aborted' });
+    return { kind: 'done', result: { kind: 'withdrawn', worker } };
+  }
   if (ex.stopped) {
     await fleet.settle(lease, ex.timedOut ? { kind: 'failure' } : { kind: 'aborted' });
     return { kind: 'done', result: run.stopped() };
@@ -134,11 +140,12 @@ export async function sendStep(run: AttemptRun, worker: RoutedWorker, lease: num
   const { ex } = run;
   const watch = ex.ctx.stalls;
   ex.attempts++;
-  ex.worker = worker;
+  run.worker = worker;
+  if (run.leg.background !== true) ex.worker = worker;
   const tracker = watch.begin(worker.id, run.leg.stream === true);
   try {
-    tracker.onAbandon = () => ex.abandonAttempt();
-    const res = await send(run, worker, ex.signal);
+    tracker.onAbandon = () => run.abandonAttempt();
+    const res = await send(run, worker, run.attemptSignal);
     const answered: Answered = { worker, lease, res, tracker };
     if (!(res.body instanceof ReadableStream)) answered.firstByteMs = watch.firstByte(tracker);
     return { kind: 'sent', answered };
@@ -168,11 +175,12 @@ export async function firstByteStep(run: AttemptRun, a: Answered, outcome: Attem
   const { worker, lease, res, tracker } = a;
   const body = res.body as ReadableStream<Uint8Array>;
   const reader = body.getReader();
-  const read = await readFirst(reader, ex.signal);
+  const read = await readFirst(reader, run.attemptSignal);
   if (tracker.abandoned && run.buffered) return abandoned(run, worker, lease, tracker);
   if (!read.ok || tracker.abandoned) {
     ex.ctx.stalls.end(tracker);
-    if (ex.stopped) return failedSend(run, { worker, lease, tracker }, read.ok ? undefined : read.error);
+    if (ex.stopped || run.off)
+      return failedSend(run, { worker, lease, tracker }, read.ok ? undefined : read.error);
     await run.settle(worker, lease, { kind: 'failure', status: res.status, stalled: true });
     const message = `the worker's stream broke before its first chunk (request id ${ex.call.requestId})`;
     const cause = read.ok ? undefined : { cause: read.error };

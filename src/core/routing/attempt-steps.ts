@@ -48,7 +48,7 @@ export async function routeStep(run: AttemptRun): Promise<Routed | Next> {
   const routed = await askFleet(run);
   if ('kind' in routed) return routed;
   if (routed.ok) {
-    ex.tries++;
+    run.tries++;
     return { kind: 'routed', worker: routed.worker, lease: routed.lease };
   }
   if (routed.code === 'model_not_found') {
@@ -61,7 +61,7 @@ export async function routeStep(run: AttemptRun): Promise<Routed | Next> {
     exclude.length = 0;
     return { kind: 'wait', delay: run.nextDelay(), reason: 'all candidates unreachable' };
   }
-  ex.tries++;
+  run.tries++;
   if (!run.mayRetry()) {
     return errorNext(new RouterError('no_available_workers', 'no worker is available to serve this request'));
   }
@@ -115,7 +115,7 @@ async function retryStatus(
   if (!run.avoid.includes(worker.id)) run.avoid.push(worker.id);
   await run.settle(worker, lease, after === undefined ? outcome : { ...outcome, retryAfterMs: after });
   if ('kind' in alt || !alt.ok) return { kind: 'wait', delay, reason: `status ${res.status}` };
-  run.ex.tries++;
+  run.tries++;
   return { kind: 'routed', worker: alt.worker, lease: alt.lease, ...(delay > 0 ? { waitMs: delay } : {}) };
 }
 

@@ -15,7 +15,8 @@ import { sendStep } from './attempt-send.ts';
 import { decideStep, routeStep } from './attempt-steps.ts';
 import type { Exchange } from './exchange.ts';
 
-export type { Leg, LegResult } from './attempt-run.ts';
+export type { Leg, LegResult, Routed } from './attempt-run.ts';
+export { AttemptRun } from './attempt-run.ts';
 
 /** One attempt: route (unless the previous step already did), send, decide. */
 async function attemptOnce(run: AttemptRun, carried: Routed | undefined): Promise<Next> {
@@ -25,19 +26,48 @@ async function attemptOnce(run: AttemptRun, carried: Routed | undefined): Promis
     await run.ex.ctx.deps.fleet.settle(routed.lease, { kind: 'aborted' });
     return { kind: 'done', result: run.stopped() };
   }
+  if (run.off || (run.leg.admits && !run.leg.admits(routed.worker))) {
+    await run.ex.ctx.deps.fleet.settle(routed.lease, { kind: 'aborted' });
+    return { kind: 'done', result: { kind: 'withdrawn', worker: routed.worker } };
+  }
   const sent = await sendStep(run, routed.worker, routed.lease);
   if (sent.kind !== 'sent') return sent;
   return decideStep(run, sent.answered);
 }
 
-export async function runAttempts(ex: Exchange, leg: Leg): Promise<LegResult> {
-  const run = new AttemptRun(ex, leg);
-  let carried: Routed | undefined;
+/**
+ * Runs one leg to its result. `run` may be made by the caller (to call the leg off from outside);
+ * `first` is a worker already routed for the leg's first attempt (P2P-NCCL picks the decode first).
+ */
+export async function runAttempts(
+  ex: Exchange,
+  leg: Leg,
+  run = new AttemptRun(ex, leg),
+  first?: Routed,
+): Promise<LegResult> {
+  try {
+    let carried: Routed | undefined = first;
+    for (;;) {
+      const next = await attemptOnce(run, carried);
+      carried = undefined;
+      if (next.kind === 'done') return next.result;
+      if (next.kind === 'routed') carried = next;
+      else if (next.kind === 'wait' && !(await run.backOff(next.delay, next.reason))) return run.stopped();
+    }
+  } finally {
+    run.finished = true;
+  }
+}
+
+/**
+ * Routes a leg's first attempt without sending it (waiting out backoffs like the loop does), for
+ * plans that must know a worker before the leg is sent: P2P-NCCL names the decode engine in the
+ * prefill's request id; Mooncake's concurrent decode names the prefill engine.
+ */
+export async function routeFirst(run: AttemptRun): Promise<Routed | LegResult> {
   for (;;) {
-    const next = await attemptOnce(run, carried);
-    carried = undefined;
-    if (next.kind === 'done') return next.result;
-    if (next.kind === 'routed') carried = next;
-    else if (next.kind === 'wait' && !(await run.backOff(next.delay, next.reason))) return run.stopped();
+    const next = await routeStep(run);
+    if (next.kind === 'routed' || next.kind === 'done') return next.kind === 'done' ? next.result : next;
+    if (next.kind === 'wait' && !(await run.backOff(next.delay, next.reason))) return run.stopped();
   }
 }

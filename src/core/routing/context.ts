@@ -4,6 +4,7 @@ import type { RouterError } from '../contracts/errors.ts';
 import type { FleetApi } from '../contracts/fleet-api.ts';
 import type { Clock, Random } from '../contracts/runtime.ts';
 import type { Upstream } from '../contracts/upstream.ts';
+import type { MooncakeBootstrap } from '../fleet/mooncake-bootstrap.ts';
 import { createInstruments, type Instruments } from '../observability/instruments.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
@@ -11,6 +12,9 @@ import type { RetrySettings } from '../resilience/backoff.ts';
 import type { StatusClasses } from '../resilience/classify.ts';
 import { RetryBudget } from '../resilience/retry-budget.ts';
 import type { InFlight } from './in-flight.ts';
+import type { JsonObject } from './pd-bodies.ts';
+import type { PdConnector, PdContext } from './pd-context.ts';
+import { createPdInstruments } from './pd-metrics.ts';
 import type { RequestInfo } from './request-info.ts';
 import { StallWatch, stallSettings } from './stall-watch.ts';
 
@@ -26,6 +30,8 @@ export interface RouterDeps {
   metrics: MetricsRegistry;
   /** The requests in flight, cut when the router shuts down (the grace period ran out). */
   inFlight?: InFlight;
+  /** Prefill/decode helpers the host holds: Mooncake's bootstrap ids, P2P-NCCL's registered ZMQ addresses. */
+  pd?: { bootstrap?: MooncakeBootstrap; zmqAddress?: (url: string) => string | undefined };
 }
 
 export interface PipelineContext {
@@ -43,6 +49,8 @@ export interface PipelineContext {
   apiKey?: string;
   /** Name the answering worker in x-routed-worker-id and x-smg-routed-worker-id (off: --no-routed-worker-header). */
   routedWorkerHeader: boolean;
+  /** Prefill/decode disaggregation, when it is on. */
+  pd?: PdContext;
 }
 
 /** The pipeline's shared context for a config: status classes, retry budget, limits, the stall watch. */
@@ -66,7 +74,25 @@ export function createPipelineContext(config: RouterConfig, deps: RouterDeps): P
       plain: config.attempt.idleTimeoutSecs * 1000,
     },
     routedWorkerHeader: config.server.routedWorkerHeader,
+    ...(config.pd.enabled ? { pd: pdContext(config, deps) } : {}),
     ...(config.workers.apiKey === undefined ? {} : { apiKey: config.workers.apiKey }),
+  };
+}
+
+/** The KV connector a config runs: --kv-connector, else P2P-NCCL when workers register over ZMQ, else NIXL. */
+export function pdConnector(config: RouterConfig): PdConnector {
+  return config.pd.kvConnector ?? (config.pd.discoveryAddress === undefined ? 'nixl' : 'p2p_nccl');
+}
+
+function pdContext(config: RouterConfig, deps: RouterDeps): PdContext {
+  const { bootstrap, zmqAddress } = deps.pd ?? {};
+  return {
+    connector: pdConnector(config),
+    concurrent: config.pd.concurrentDispatch,
+    kvHoldMs: config.pd.kvHoldSecs * 1000,
+    instruments: createPdInstruments(deps.metrics),
+    ...(bootstrap ? { bootstrap } : {}),
+    ...(zmqAddress ? { zmqAddress } : {}),
   };
 }
 
@@ -87,6 +113,8 @@ export interface ProxyCall {
   clientSignal: AbortSignal;
   requestId: string;
   info: RequestInfo;
+  /** The parsed JSON body, for requests split into prefill and decode legs. */
+  json?: JsonObject;
   /** Returns the admission permit; the exchange calls it once, when the request is finished. */
   release: Release;
   /** When a streamed upload failed on the client's side (too large, broken): the error for the client. */

@@ -15,17 +15,17 @@ export const SHUTDOWN = 'router shutting down';
 
 export class Exchange {
   readonly started: number;
-  /** Aborts the current attempt (client gone, deadline, or the attempt abandoned); renewed after an abandon. */
-  private ctl = new AbortController();
+  /** Aborts the request (client gone, deadline, shutdown); each leg's attempts follow it (AttemptRun). */
+  private readonly ctl = new AbortController();
   /** Attempts that reached an engine (free stale-connection resends not counted): x-router-attempts. */
   attempts = 0;
-  /** Tries against the attempt limit: attempts plus the ones that found no available worker. */
-  tries = 0;
-  /** The worker of the latest attempt. */
+  /** The worker that answers (or the latest one tried). */
   worker: RoutedWorker | undefined;
   /** The lease of the response being relayed (0: none). */
   lease = 0;
   firstChunkAt: number | undefined;
+  /** Called once when the exchange finishes (a plan's own metrics: the decode leg's duration). */
+  onFinish: ((status: number) => void) | undefined;
   private timer: TimerHandle | undefined;
   private done = false;
 
@@ -46,21 +46,6 @@ export class Exchange {
   /** The router is shutting down (InFlight.stop): the request is cut. */
   cutForShutdown(): void {
     this.ctl.abort(SHUTDOWN);
-  }
-
-  get controller(): AbortController {
-    return this.ctl;
-  }
-
-  /**
-   * Gives up the current attempt (the stall watch found it stuck): its engine request is aborted,
-   * and the exchange carries on with a fresh signal for the next attempt. No-op once the client
-   * left or the deadline passed.
-   */
-  abandonAttempt(): void {
-    if (this.ctl.signal.aborted) return;
-    this.ctl.abort(ABANDONED);
-    this.ctl = new AbortController();
   }
 
   get signal(): AbortSignal {
@@ -121,6 +106,7 @@ export class Exchange {
     deps.inFlight?.delete(this);
     this.call.release();
     if (this.lease !== 0 && outcome) void deps.fleet.settle(this.lease, outcome);
+    this.onFinish?.(status);
     const { route, method } = this.call;
     const elapsed = this.elapsedMs();
     instruments.requests.labels(route, method, String(status)).inc();

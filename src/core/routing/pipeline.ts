@@ -4,13 +4,15 @@
  * metrics and log line) exactly once. Clients never see a transport error's detail (socket errors,
  * addresses): their messages are generic and carry the request id; the log line has the detail.
  */
-import { errorResponse, type RouterError } from '../contracts/errors.ts';
+import { errorResponse, RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome } from '../contracts/fleet-api.ts';
+import type { Leg, LegResult } from './attempt-run.ts';
 import { transportDetail } from './attempt-send.ts';
 import { runAttempts } from './attempts.ts';
 import type { PipelineContext, ProxyCall } from './context.ts';
 import { Exchange } from './exchange.ts';
 import { clientResponseHeaders, isEventStream } from './headers.ts';
+import { runPd } from './pd-flow.ts';
 import { relayStream } from './stream-relay.ts';
 
 export type { PipelineContext, ProxyCall } from './context.ts';
@@ -35,20 +37,29 @@ export function rejectRequest(
   return errorResponse(error, { 'x-request-id': call.requestId });
 }
 
+/** The request's plan: one leg (a regular request), or a prefill leg then a decode leg. */
+function runPlan(ex: Exchange, call: ProxyCall): Promise<LegResult> {
+  const { pd } = ex.ctx;
+  if (pd && call.json) return runPd(ex, call, pd, call.json);
+  const { stream: _stream, ...input } = call.info;
+  const leg: Leg = {
+    input,
+    target: call.target,
+    headers: call.headers,
+    body: call.body,
+    stream: call.info.stream,
+  };
+  // With prefill/decode pools, requests that are not split (embeddings, tokenize, ...) go to decode.
+  if (pd) leg.role = 'decode';
+  return runAttempts(ex, leg);
+}
+
 export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promise<Response> {
   const ex = new Exchange(ctx, call);
   ctx.budget.recordRequest();
-  const { stream: _stream, ...input } = call.info;
-  let result: Awaited<ReturnType<typeof runAttempts>>;
+  let result: LegResult;
   try {
-    const leg = {
-      input,
-      target: call.target,
-      headers: call.headers,
-      body: call.body,
-      stream: call.info.stream,
-    };
-    result = await runAttempts(ex, leg);
+    result = await runPlan(ex, call);
   } catch (err) {
     ex.finish(500, undefined, 'internal_error'); // the permit and the timer must not leak
     throw err;
@@ -59,6 +70,9 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
     return new Response(null, { status: 499 });
   }
   if (result.kind === 'error') return fail(ex, result.error);
+  if (result.kind === 'withdrawn') {
+    return fail(ex, new RouterError('no_available_workers', 'no worker is available to serve this request'));
+  }
 
   const { res, worker, lease, outcome, prefetched } = result;
   ex.lease = lease;

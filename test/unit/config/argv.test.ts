@@ -226,7 +226,7 @@ describe('--routing-logic (production-stack)', () => {
   it('rejects other values with the list of valid ones', () => {
     const err = argvError(['--routing-logic', 'priority']);
     expect(err.message).toBe(
-      '--routing-logic priority: must be one of roundrobin, session, prefixaware, kvaware, disaggregated_prefill',
+      '--routing-logic priority: must be one of roundrobin, session, prefixaware, kvaware, disaggregated_prefill, disaggregated_prefill_orchestrated',
     );
     expect(err.flag).toBe('--routing-logic');
   });

@@ -4,10 +4,13 @@
  * line per row). Each must run unchanged. Where the source uses a shell variable, the substituted
  * value is noted.
  */
+
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/core/config/errors.ts';
 import { type ResolvedConfig, resolveConfig } from '../../../src/core/config/load.ts';
 import type { RouterConfig } from '../../../src/core/config/schema.ts';
+import { workerSpecsFromConfig } from '../../../src/core/fleet/from-config.ts';
+import { pdConnector } from '../../../src/core/routing/context.ts';
 
 function resolve(argv: readonly string[]): ResolvedConfig {
   return resolveConfig({ argv, env: {}, readTextFile: () => '{}' });
@@ -195,7 +198,7 @@ describe('vllm-project/router', () => {
 
   it('prefill/decode disaggregation with static NIXL workers', () => {
     const config = run(VLLM_ROUTER.pdNixl);
-    expect(config.pd).toEqual({
+    expect(config.pd).toMatchObject({
       enabled: true,
       prefill: [
         { url: 'http://127.0.0.1:8081', bootstrapPort: null },
@@ -207,8 +210,8 @@ describe('vllm-project/router', () => {
         'http://127.0.0.1:8085',
         'http://127.0.0.1:8086',
       ],
-      kvConnector: 'nixl',
     });
+    expect(pdConnector(config)).toBe('nixl'); // the default
     expect(config.server).toMatchObject({ host: '127.0.0.1', port: 8090 });
     expect(config.workers.dpSize).toBe(1);
   });
@@ -398,7 +401,23 @@ describe('vLLM production-stack router', () => {
   });
 
   it('disaggregated prefill and prefix/KV-aware routing', () => {
-    expect(run(['--routing-logic', 'disaggregated_prefill']).pd.enabled).toBe(true);
+    // production-stack's static PD fleet: each backend's label gives its role.
+    const pd = run([
+      ...['--service-discovery', 'static', '--static-backends', 'http://p:8100,http://d:8200'],
+      ...['--static-models', 'm,m', '--static-model-labels', 'llama-prefill,llama-decode'],
+      ...['--routing-logic', 'disaggregated_prefill'],
+      ...['--prefill-model-labels', 'llama-prefill', '--decode-model-labels', 'llama-decode'],
+    ]);
+    expect(pd.pd).toMatchObject({
+      enabled: true,
+      prefillLabels: ['llama-prefill'],
+      decodeLabels: ['llama-decode'],
+    });
+    expect(workerSpecsFromConfig(pd)).toEqual([
+      { url: 'http://p:8100', models: ['m'], role: 'prefill' },
+      { url: 'http://d:8200', models: ['m'], role: 'decode' },
+    ]);
+    expect(run(['--routing-logic', 'disaggregated_prefill_orchestrated']).pd.enabled).toBe(true);
     expect(run(['--routing-logic', 'prefixaware']).policy.name).toBe('cache_aware');
     expect(run(['--routing-logic', 'kvaware']).policy.name).toBe('cache_aware');
   });

@@ -221,12 +221,13 @@ describe('environment variables', () => {
 describe('--config FILE', () => {
   it('reads the nested shape of the schema', () => {
     const text = JSON.stringify({
-      workers: { urls: ['http://w1:8000/'] },
+      workers: { dpSize: 2 },
       policy: { name: 'power_of_two' },
       pd: { prefill: [{ url: 'http://p:1', bootstrapPort: 9000 }] },
     });
     const { config } = resolve(['--config', 'router.json'], {}, { 'router.json': text });
-    expect(config.workers.urls).toEqual(['http://w1:8000']);
+    expect(config.workers.dpSize).toBe(2);
+    expect(config.pd.enabled).toBe(true); // implied by the prefill workers
     expect(config.policy.name).toBe('power_of_two');
     expect(config.pd.prefill).toEqual([{ url: 'http://p:1', bootstrapPort: 9000 }]);
   });

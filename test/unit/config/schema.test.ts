@@ -41,12 +41,22 @@ describe('defaults', () => {
       workers: {
         urls: [],
         models: [],
+        modelLabels: [],
         urlAllowlist: [],
         dpSize: 1,
         startupTimeoutSecs: 600,
         startupCheckIntervalSecs: 30,
       },
-      pd: { enabled: false, prefill: [], decode: [], kvConnector: 'nixl' },
+      pd: {
+        enabled: false,
+        prefill: [],
+        decode: [],
+        concurrentDispatch: false,
+        kvHoldSecs: 30,
+        bootstrapTimeoutSecs: 5,
+        prefillLabels: [],
+        decodeLabels: [],
+      },
       policy: {
         name: 'cache_aware',
         cacheThreshold: 0.3,
@@ -140,7 +150,9 @@ describe('types', () => {
       'trace' | 'debug' | 'info' | 'warn' | 'error'
     >();
     expectTypeOf<RouterConfig['discovery']['mode']>().toEqualTypeOf<'static' | 'k8s' | undefined>();
-    expectTypeOf<RouterConfig['pd']['kvConnector']>().toEqualTypeOf<'nixl' | 'mooncake'>();
+    expectTypeOf<RouterConfig['pd']['kvConnector']>().toEqualTypeOf<
+      'nixl' | 'mooncake' | 'p2p_nccl' | undefined
+    >();
     expectTypeOf<{ policy: { name: 'consistent_hashing' } }>().toExtend<RouterConfigInput>();
     expectTypeOf<Record<never, never>>().toExtend<RouterConfigInput>();
   });
@@ -150,13 +162,13 @@ describe('normalisation', () => {
   it('removes trailing slashes from URLs and lowercases header names', () => {
     const config = parseRouterConfig({
       workers: { urls: ['http://w1:8000/', 'https://w2/v1//'] },
-      pd: { decode: ['http://d:1/'], prefill: [{ url: 'http://p:1/' }] },
       server: { requestIdHeaders: ['X-Request-ID'] },
       policy: { sessionKey: 'X-User-Id' },
     });
     expect(config.workers.urls).toEqual(['http://w1:8000', 'https://w2/v1']);
-    expect(config.pd.decode).toEqual(['http://d:1']);
-    expect(config.pd.prefill).toEqual([{ url: 'http://p:1', bootstrapPort: null }]);
+    const pd = parseRouterConfig({ pd: { decode: ['http://d:1/'], prefill: [{ url: 'http://p:1/' }] } });
+    expect(pd.pd.decode).toEqual(['http://d:1']);
+    expect(pd.pd.prefill).toEqual([{ url: 'http://p:1', bootstrapPort: null }]);
     expect(config.server.requestIdHeaders).toEqual(['x-request-id']);
     expect(config.policy.sessionKey).toBe('x-user-id');
   });
@@ -244,7 +256,7 @@ describe('ranges', () => {
       { pd: { prefill: [{ url: 'http://p', bootstrapPort: 70000 }] } },
       'must be an integer between 0 and 65535',
     ],
-    ['pd.kvConnector', { pd: { kvConnector: 'nccl' } }, 'must be one of nixl, mooncake'],
+    ['pd.kvConnector', { pd: { kvConnector: 'nccl' } }, 'must be one of nixl, mooncake, p2p_nccl'],
     ['pd.discoveryAddress', { pd: { discoveryAddress: '0.0.0.0' } }, 'must be HOST:PORT'],
     ['pd.discoveryAddress', { pd: { discoveryAddress: '0.0.0.0:70000' } }, 'must be HOST:PORT'],
     ['discovery.selector[0]', { discovery: { selector: ['app'] } }, 'must be a key=value label selector'],

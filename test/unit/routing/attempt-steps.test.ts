@@ -30,7 +30,7 @@ describe('routeStep', () => {
     const fleet = scriptedFleet([routedTo('a', 7)]);
     const { run, ex } = runFor(fleet, statusUpstream([200]).upstream);
     expect(await routeStep(run)).toEqual({ kind: 'routed', worker: { id: 'a', url: 'http://a' }, lease: 7 });
-    expect(ex.tries).toBe(1);
+    expect(run.tries).toBe(1);
     expect(ex.attempts).toBe(0); // counted when it reaches the engine
   });
 
@@ -61,7 +61,7 @@ describe('routeStep', () => {
     const { run, ex } = runFor(fleet, statusUpstream([200]).upstream, { retry: { maxRetries: 2 } });
     expect(await routeStep(run)).toMatchObject({ kind: 'wait', reason: 'no_available_workers' });
     const last = await routeStep(run);
-    expect(ex.tries).toBe(2);
+    expect(run.tries).toBe(2);
     expect(ex.attempts).toBe(0);
     expect(last).toMatchObject({ kind: 'done', result: { kind: 'error' } });
   });
@@ -131,7 +131,7 @@ describe('decideStep', () => {
   it('a retryable status and no other engine: body cancelled, lease settled, a backoff before the resend', async () => {
     const fleet = scriptedFleet([routedTo('a', 2)]);
     const { run, ex } = runFor(fleet, statusUpstream([503]).upstream);
-    ex.tries = 1;
+    run.tries = 1;
     let cancelled = false;
     const body = new ReadableStream<Uint8Array>({
       cancel: () => {
@@ -154,7 +154,7 @@ describe('decideStep', () => {
   it('a retryable status with another engine available: the retry goes there at once', async () => {
     const fleet = scriptedFleet([routedTo('b', 2)]);
     const { run, ex } = runFor(fleet, statusUpstream([429]).upstream);
-    ex.tries = 1;
+    run.tries = 1;
     const res = { status: 429, headers: { 'retry-after': '1' }, body: null };
     const next = await decideStep(run, { worker, lease: 1, tracker, res });
     expect(next).toEqual({ kind: 'routed', worker: { id: 'b', url: 'http://b' }, lease: 2 });
@@ -167,7 +167,7 @@ describe('decideStep', () => {
   it('Retry-After longer than the max backoff and no other engine: the response passes through', async () => {
     const fleet = scriptedFleet([routedTo('a', 2)]);
     const { run, ex } = runFor(fleet, statusUpstream([429]).upstream, { retry: { maxBackoffMs: 1000 } });
-    ex.tries = 1;
+    run.tries = 1;
     const res = { status: 429, headers: { 'retry-after': '5' }, body: null };
     expect(await decideStep(run, { worker, lease: 1, tracker, res })).toMatchObject({ kind: 'done' });
     expect(fleet.settled).toEqual([{ lease: 2, outcome: { kind: 'aborted' } }]); // the unused retry lease
@@ -176,7 +176,7 @@ describe('decideStep', () => {
   it('Retry-After within the max backoff sets the wait before resending to the same engine', async () => {
     const fleet = scriptedFleet([routedTo('a', 2)]);
     const { run, ex } = runFor(fleet, statusUpstream([503]).upstream);
-    ex.tries = 1;
+    run.tries = 1;
     const res = { status: 503, headers: { 'retry-after': '2' }, body: null };
     expect(await decideStep(run, { worker, lease: 1, tracker, res })).toEqual({
       kind: 'routed',
@@ -189,7 +189,7 @@ describe('decideStep', () => {
   it('the last allowed attempt passes the retryable response through', async () => {
     const fleet = scriptedFleet([routedTo('b', 2)]);
     const { run, ex } = runFor(fleet, statusUpstream([503]).upstream, { retry: { maxRetries: 2 } });
-    ex.tries = 2;
+    run.tries = 2;
     const res = { status: 503, headers: {}, body: null };
     expect(await decideStep(run, { worker, lease: 1, tracker, res })).toMatchObject({ kind: 'done' });
     expect(fleet.routed).toEqual([]);
@@ -199,8 +199,8 @@ describe('decideStep', () => {
     const fleet = scriptedFleet([routedTo('b', 2)]);
     const { ctx } = testContext({ fleet: fleet.fleet, upstream: statusUpstream([503]).upstream });
     const ex = new Exchange(ctx, testCall());
-    ex.tries = 1;
     const run = new AttemptRun(ex, { input: {}, target: '/x', headers: {}, body: new ReadableStream() });
+    run.tries = 1;
     const res = { status: 503, headers: {}, body: null };
     expect(await decideStep(run, { worker, lease: 1, tracker, res })).toMatchObject({ kind: 'done' });
   });
