@@ -39,6 +39,7 @@ export const SIM_DEFAULTS = {
   failure: { mode: 'none' } as FailurePlan,
   kvHost: '127.0.0.1',
   kvPort: 5600,
+  kvWaitMs: 0,
 } as const;
 
 type NumericKey =
@@ -53,7 +54,8 @@ type NumericKey =
   | 'dpSize'
   | 'seed'
   | 'logSize'
-  | 'kvPort';
+  | 'kvPort'
+  | 'kvWaitMs';
 const INTEGER_KEYS: readonly NumericKey[] = [
   'tokens',
   'blockChars',
@@ -147,6 +149,12 @@ export const SIM_FLAGS: readonly SimFlag[] = [
   { name: 'log-size', type: 'int', target: 'logSize', help: 'request log entries kept, 0 = off (10000)' },
   { name: 'kv-host', type: 'string', target: 'kvHost', help: 'remote_host in PD kv_transfer_params' },
   { name: 'kv-port', type: 'int', target: 'kvPort', help: 'remote_port in PD kv_transfer_params (5600)' },
+  {
+    name: 'kv-wait-ms',
+    type: 'number',
+    target: 'kvWaitMs',
+    help: 'Mooncake decode: wait this long for the prefill engine to finish the transfer (0 = off)',
+  },
   {
     name: 'fail-mode',
     type: 'mode',

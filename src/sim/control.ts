@@ -96,6 +96,12 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
       }),
     ),
   );
+  // Mooncake transfers this engine prefilled: a simulated decode engine waits here for its KV.
+  app.get('/sim/kv/:id', async (c) => {
+    const ms = Math.min(60_000, Math.max(0, Number(c.req.query('wait_ms') ?? 0) || 0));
+    const ok = await state.kv.wait(c.req.param('id'), ms, c.req.raw.signal);
+    return json(ok ? 200 : 404, { transfer_id: c.req.param('id'), ready: ok });
+  });
   // Mooncake bootstrap server: {dp_rank: {engine_id, worker_addr: {tp_rank: {pp_rank: addr}}}}.
   app.get('/query', (c) =>
     probe(state, c, () => {

@@ -1,7 +1,9 @@
 // Inference routes of the simulated engine: validation, failure plan, prefix cache, token timing.
+
 import type { Context } from 'hono';
 import { type BodyFault, deliverJson, deliverSse, hang, reset } from './deliver.ts';
 import { embeddingInputs, embeddingsJson } from './embeddings.ts';
+import { pullKv } from './kv-transfer.ts';
 import { nowMs } from './log.ts';
 import {
   type CompletionShape,
@@ -164,10 +166,14 @@ async function generate(
     prompt_tokens_details: { cached_tokens: cachedTokens },
   };
   const kv = (body.kv_transfer_params ?? null) as JsonObject | null;
-  const uncachedCost = kv?.do_remote_prefill === true ? 0 : (blocks - cached) * cfg.blockMs;
+  const remoteKv = kv?.do_remote_prefill === true && (await kvArrived(state, tracker, kv));
+  const uncachedCost = remoteKv ? 0 : (blocks - cached) * cfg.blockMs;
   const ttft = cfg.ttftMs + uncachedCost;
   const headers = { 'x-sim-engine': cfg.id, 'x-sim-cached-blocks': `${cached}/${blocks}` };
+  const transfer =
+    kv?.do_remote_decode === true && typeof kv.transfer_id === 'string' ? kv.transfer_id : undefined;
   const onSuccess = () => {
+    if (transfer !== undefined) state.kv.done(transfer);
     state.counters.success_total++;
     state.counters.prompt_tokens_total += prompt;
     state.counters.generation_tokens_total += n;
@@ -212,6 +218,15 @@ async function generate(
     );
   const delayMs = ttft + Math.max(0, n - 1) * cfg.itlMs;
   return deliverJson(state, tracker, { body: json, headers, delayMs, fault, tokens: n, onSuccess });
+}
+
+/** A remote-prefill decode: true when its KV is there (Mooncake: pulled from the prefill engine in time). */
+async function kvArrived(state: SimState, tracker: RequestTracker, kv: JsonObject): Promise<boolean> {
+  const wait = state.config.kvWaitMs;
+  const bootstrap = kv.remote_bootstrap_addr;
+  const id = kv.transfer_id;
+  if (wait <= 0 || typeof bootstrap !== 'string' || typeof id !== 'string') return true;
+  return pullKv(bootstrap, id, wait, tracker.signal);
 }
 
 /** What vLLM's NIXL connector returns from a prefill with `do_remote_decode: true`. */

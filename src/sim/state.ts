@@ -2,6 +2,7 @@
 // and the per-request tracker that settles each request exactly once.
 import type { Context } from 'hono';
 import { PrefixCache } from './cache.ts';
+import { KvTransfers } from './kv-transfer.ts';
 import { nowMs, RequestLog } from './log.ts';
 import { createFailurePlanner, type FailurePlanner } from './plan.ts';
 import type { SimLogEntry, SimOptions } from './types.ts';
@@ -85,6 +86,8 @@ export interface SimState {
   log: RequestLog;
   planner: FailurePlanner;
   startedAtSec: number;
+  /** Mooncake transfers this engine prefilled (kv-transfer.ts). */
+  kv: KvTransfers;
   nextId(prefix: string): string;
 }
 
@@ -98,6 +101,7 @@ export function createState(config: SimOptions): SimState {
     log: new RequestLog(() => state.config.logSize),
     planner: createFailurePlanner(config.failure, config.seed),
     startedAtSec: Math.floor(Date.now() / 1000),
+    kv: new KvTransfers(),
     nextId: (prefix) => `${prefix}-${state.config.id}-${(++seq).toString(36)}`,
   };
   return state;
@@ -107,6 +111,7 @@ export function resetState(state: SimState): void {
   state.counters = zeroCounters();
   state.cache.clear();
   state.cache.resetCounters();
+  state.kv.clear();
   state.log.clear();
   state.planner = createFailurePlanner(state.config.failure, state.config.seed);
 }

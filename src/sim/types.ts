@@ -67,6 +67,12 @@ export interface SimOptions {
   /** Entries kept per request log (ring); 0 disables logging. */
   logSize: number;
   failure: FailurePlan;
+  /**
+   * Mooncake decode: wait up to this long (ms) for the prefill engine named by
+   * `remote_bootstrap_addr` to finish the transfer (`/sim/kv/<id>`) before generating; 0 = do not
+   * wait (the KV is taken as there).
+   */
+  kvWaitMs: number;
   /** Side channel reported in PD `kv_transfer_params`. */
   kvHost: string;
   kvPort: number;

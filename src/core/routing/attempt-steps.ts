@@ -44,7 +44,7 @@ async function askFleet(run: AttemptRun, alsoAvoid?: string): Promise<RouteResul
 
 /** Asks the fleet for a worker; without one, says whether to wait and try again or give up. */
 export async function routeStep(run: AttemptRun): Promise<Routed | Next> {
-  const { ex, leg, exclude } = run;
+  const { leg, exclude } = run;
   const routed = await askFleet(run);
   if ('kind' in routed) return routed;
   if (routed.ok) {

@@ -63,7 +63,7 @@ function holdPassed(ex: Exchange, pd: PdContext, prefilled: Prefilled | undefine
   );
 }
 
-function gaveUp(ex: Exchange, pd: PdContext): LegResult {
+function gaveUp(pd: PdContext): LegResult {
   const message = `no decode leg could start within the prefill's KV hold time (${pd.kvHoldMs / 1000} s)`;
   pd.instruments.legErrors.labels('decode', 'kv_hold_expired').inc();
   return { kind: 'error', error: new RouterError('upstream_timeout', message) };
@@ -71,7 +71,6 @@ function gaveUp(ex: Exchange, pd: PdContext): LegResult {
 
 /** The decode leg's KV params after a prefill, or the error to answer with. */
 async function decodeParams(
-  ex: Exchange,
   pd: PdContext,
   prefilled: Prefilled,
   xfer: string | undefined,
@@ -100,7 +99,7 @@ async function sequentialPlan(ex: Exchange, call: ProxyCall, pd: PdContext, json
     const prefillLeg = pdLeg(call, 'prefill', { body: prefillBody(json, call.route, kv) });
     const p = await finishPrefill(ex, pd, await runAttempts(ex, prefillLeg), started);
     if (!p.ok) return p.result;
-    const params = await decodeParams(ex, pd, p.prefilled, xfer);
+    const params = await decodeParams(pd, p.prefilled, xfer);
     if (isResult(params)) return params;
     const prefilled = p.prefilled;
     const decodeLeg = pdLeg(call, 'decode', {
@@ -108,9 +107,8 @@ async function sequentialPlan(ex: Exchange, call: ProxyCall, pd: PdContext, json
       admits: () => withinHold(ex, pd, prefilled),
     });
     const result = await runDecode(ex, pd, decodeLeg);
-    if (result.kind !== 'withdrawn' || ex.stopped)
-      return result.kind === 'withdrawn' ? gaveUp(ex, pd) : result;
-    if (round >= rounds) return gaveUp(ex, pd);
+    if (result.kind !== 'withdrawn' || ex.stopped) return result.kind === 'withdrawn' ? gaveUp(pd) : result;
+    if (round >= rounds) return gaveUp(pd);
     holdPassed(ex, pd, prefilled, false);
   }
 }
@@ -144,9 +142,8 @@ async function p2pPlan(ex: Exchange, call: ProxyCall, pd: PdContext, json: JsonO
     }
     prefilled = p.prefilled;
     const result = await runDecode(ex, pd, decodeLeg, decodeRun, routed);
-    if (result.kind !== 'withdrawn' || ex.stopped)
-      return result.kind === 'withdrawn' ? gaveUp(ex, pd) : result;
-    if (round >= rounds) return gaveUp(ex, pd);
+    if (result.kind !== 'withdrawn' || ex.stopped) return result.kind === 'withdrawn' ? gaveUp(pd) : result;
+    if (round >= rounds) return gaveUp(pd);
     holdPassed(ex, pd, prefilled, withinHold(ex, pd, prefilled));
     avoid = [...new Set([...decodeRun.avoid, ...decodeRun.exclude, decodeWorker.id])];
   }
