@@ -125,6 +125,12 @@ export const WORKER_ROUTES: readonly AdminRoute[] = [
     method: 'GET',
     path: '/get_loads',
     handle: async (c, d) =>
-      c.json({ workers: (await d.fleet.listWorkers()).map((w) => ({ worker: w.id, load: w.load })) }),
+      c.json({
+        workers: (await d.fleet.listWorkers()).map((w) =>
+          w.role === 'regular'
+            ? { worker: w.id, load: w.load }
+            : { worker: w.id, load: w.load, role: w.role },
+        ),
+      }),
   },
 ];
