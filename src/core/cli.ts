@@ -207,7 +207,10 @@ function logStartupNotes(
   wantsDemo: boolean,
   demo: boolean,
 ): void {
-  if (config.workers.urls.length === 0) {
+  const configured = configuredWorkers(config);
+  if (configured === 0 && config.pd.discoveryAddress !== undefined) {
+    router.logger.info(`workers register over ZMQ (--vllm-discovery-address ${config.pd.discoveryAddress})`);
+  } else if (configured === 0) {
     router.logger.warn(
       'no workers configured: the fleet is empty and /readiness answers 503 (no_available_workers) until one ' +
         'is healthy; add one with POST /workers or /add_worker (admin API), or restart with --worker-urls ' +
@@ -215,9 +218,14 @@ function logStartupNotes(
     );
   } else if (wantsDemo && !demo) {
     router.logger.info('--demo ignored: workers are configured, no simulated engines started', {
-      workers: config.workers.urls.length,
+      workers: configured,
     });
   }
+}
+
+/** Worker URLs on the command line: regular, prefill and decode. */
+function configuredWorkers(config: RouterConfig): number {
+  return config.workers.urls.length + config.pd.prefill.length + config.pd.decode.length;
 }
 
 /** A timer as a promise (a 0 ms one still waits a timer turn, so work already finishing can win). */
@@ -267,7 +275,7 @@ async function serveUntilSignal(io: CliIo, resolved: RouterConfig, wantsDemo: bo
   const { router, config, demo } = await serveWithDemo(io, resolved, wantsDemo);
   router.logger.info(`${PROGRAM} listening on ${router.url}`, {
     ...router.listening,
-    workers: config.workers.urls.length,
+    workers: configuredWorkers(config),
     policy: config.policy.name,
     metrics: router.metricsUrl,
   });

@@ -264,15 +264,11 @@ describe('SIGTERM', () => {
 
 describe.concurrent('features this release does not have', () => {
   it.each([
-    [
-      ['--vllm-pd-disaggregation', '--prefill', 'http://127.0.0.1:8001', '--decode', 'http://127.0.0.1:8002'],
-      'prefill/decode',
-    ],
     [['--service-discovery', '--selector', 'app=vllm'], '--service-discovery'],
   ])('%j: refuses to start (exit 2) instead of running without it', async (args, named) => {
     const { code, output } = await run(args);
     expect(code).toBe(2);
     expect(output).toContain(named);
-    expect(output).toContain('not available in this release');
+    expect(output).toContain('is not available here');
   });
 });

@@ -52,6 +52,7 @@ export async function serveNode(config: RouterConfig): Promise<ServingRouter> {
       transport,
       keep_alive_timeout_secs: config.server.keepAliveTimeoutSecs,
       ...(router.healthUrl === undefined ? {} : { health: router.healthUrl }),
+      ...(router.p2pAddress === undefined ? {} : { p2p_discovery: router.p2pAddress }),
     },
     beginDrain: () => router.beginDrain(),
     stopAccepting: () => router.stopAccepting(),

@@ -28,6 +28,7 @@ import {
   urlOf,
 } from './listen.ts';
 import { batchedStdoutSink } from './log-sink.ts';
+import { type P2pRegistryOptions, p2pRegistryFor } from './p2p-registry.ts';
 import { createUndiciUpstream } from './upstream.ts';
 
 export interface NodeRouterOptions {
@@ -45,6 +46,8 @@ export interface NodeRouterOptions {
   startup?: 'wait' | 'background' | 'skip' | boolean;
   /** Run the health tick every --health-check-interval-secs (default true; tests call `healthTick`). */
   healthLoop?: boolean;
+  /** P2P-NCCL registration timings (--vllm-discovery-address; tests shorten the 5 s expiry). */
+  p2p?: Pick<P2pRegistryOptions, 'expiryMs' | 'sweepMs'>;
 }
 
 export interface NodeRouter {
@@ -53,6 +56,8 @@ export interface NodeRouter {
   metricsUrl?: string;
   /** The probes listener (--health-check-port), when configured. */
   healthUrl?: string;
+  /** The P2P-NCCL registration socket's address (`HOST:PORT`), with --vllm-discovery-address. */
+  p2pAddress?: string;
   app: Hono;
   fleet: Fleet;
   logger: Logger;
@@ -202,18 +207,23 @@ export async function startNodeRouter(
   const ownedUpstream = options.upstream ? undefined : createUndiciUpstream();
   let upstreamClosed: Promise<void> | undefined;
   const closeUpstream = () => (upstreamClosed ??= ownedUpstream?.close() ?? Promise.resolve());
+  const p2p = p2pRegistryFor(config, options.p2p);
   const router = createRouter(config, {
     upstream: options.upstream ?? (ownedUpstream as Upstream),
     logSink: options.logSink ?? batchedStdoutSink(),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     peerAddress: nodePeerAddress,
+    ...(p2p ? { p2pRegistry: p2p } : {}),
   });
   const { app, fleet, logger, metrics } = router;
   let listeners: Listeners;
   try {
+    p2p?.attach(router);
+    if (p2p) await p2p.bind(config.pd.discoveryAddress as string);
     listeners = await bindAll(config, app, router, options.metricsListener ?? true);
   } catch (err) {
+    await p2p?.close();
     await closeUpstream();
     throw err;
   }
@@ -225,7 +235,9 @@ export async function startNodeRouter(
   let closing: Promise<void> | undefined;
   const stopAccepting = () => {
     stopping.abort();
-    closing ??= Promise.all([closeGracefully(listeners.server), ...others.map(closeNow)]).then(() => {});
+    closing ??= Promise.all([closeGracefully(listeners.server), ...others.map(closeNow), p2p?.close()]).then(
+      () => {},
+    );
     return closing;
   };
   let cutting: Promise<void> | undefined;
@@ -249,6 +261,7 @@ export async function startNodeRouter(
     port: listeners.port,
     ...(listeners.metrics ? { metricsUrl: listeners.metrics.url } : {}),
     ...(listeners.health ? { healthUrl: listeners.health.url } : {}),
+    ...(p2p?.address ? { p2pAddress: p2p.address } : {}),
     app,
     fleet,
     logger,
