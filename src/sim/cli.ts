@@ -14,13 +14,19 @@ async function main(): Promise<number> {
     process.stdout.write(`${simHelp()}\n`);
     return 0;
   }
-  const running = await startSimEngine({ ...cli.options, host: cli.host, port: cli.port });
+  const running = await startSimEngine({
+    ...cli.options,
+    host: cli.host,
+    port: cli.port,
+    ...(cli.bootstrapPort === undefined ? {} : { bootstrapPort: cli.bootstrapPort }),
+  });
   const c = running.engine.config;
   if (!cli.quiet) {
     const fail = c.failure.mode === 'none' ? 'none' : JSON.stringify(c.failure);
     process.stdout.write(
       `sim engine ${c.id} listening on ${running.url} (model ${c.models.join(', ')}, tokens ${c.tokens}, ` +
-        `ttft ${c.ttftMs} ms, itl ${c.itlMs} ms, block ${c.blockMs} ms, fail ${fail})\n`,
+        `ttft ${c.ttftMs} ms, itl ${c.itlMs} ms, block ${c.blockMs} ms, fail ${fail})` +
+        `${running.bootstrap ? `; bootstrap /query on ${running.bootstrap.url}` : ''}\n`,
     );
   }
   await new Promise<void>((resolve) => {

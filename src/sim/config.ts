@@ -40,6 +40,8 @@ export const SIM_DEFAULTS = {
   kvHost: '127.0.0.1',
   kvPort: 5600,
   kvWaitMs: 0,
+  omitKvParams: false,
+  queryFailFirst: 0,
 } as const;
 
 type NumericKey =
@@ -55,7 +57,8 @@ type NumericKey =
   | 'seed'
   | 'logSize'
   | 'kvPort'
-  | 'kvWaitMs';
+  | 'kvWaitMs'
+  | 'queryFailFirst';
 const INTEGER_KEYS: readonly NumericKey[] = [
   'tokens',
   'blockChars',
@@ -66,8 +69,9 @@ const INTEGER_KEYS: readonly NumericKey[] = [
   'seed',
   'logSize',
   'kvPort',
+  'queryFailFirst',
 ];
-const NUMBER_KEYS: readonly NumericKey[] = [...INTEGER_KEYS, 'ttftMs', 'itlMs', 'blockMs'];
+const NUMBER_KEYS: readonly NumericKey[] = [...INTEGER_KEYS, 'ttftMs', 'itlMs', 'blockMs', 'kvWaitMs'];
 
 /** Full, validated options from a partial set (throws a RangeError naming the bad option). */
 export function resolveOptions(partial: Partial<SimOptions> = {}, base?: SimOptions): SimOptions {
@@ -95,6 +99,7 @@ export function resolveOptions(partial: Partial<SimOptions> = {}, base?: SimOpti
   }
   merged.models = [...merged.models];
   merged.unhealthy = Boolean(merged.unhealthy);
+  merged.omitKvParams = Boolean(merged.omitKvParams);
   merged.failure = validatePlan(merged.failure ?? { mode: 'none' });
   if (typeof merged.sleep !== 'function') throw new RangeError('option sleep must be a function');
   return merged;
@@ -154,6 +159,18 @@ export const SIM_FLAGS: readonly SimFlag[] = [
     type: 'number',
     target: 'kvWaitMs',
     help: 'Mooncake decode: wait this long for the prefill engine to finish the transfer (0 = off)',
+  },
+  {
+    name: 'omit-kv-params',
+    type: 'bool',
+    target: 'omitKvParams',
+    help: 'PD prefill: answer without kv_transfer_params (the decode prefills locally)',
+  },
+  {
+    name: 'query-fail-first',
+    type: 'int',
+    target: 'queryFailFirst',
+    help: 'Mooncake bootstrap: the first N /query requests answer 503',
   },
   {
     name: 'fail-mode',

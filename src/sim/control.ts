@@ -105,6 +105,9 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
   // Mooncake bootstrap server: {dp_rank: {engine_id, worker_addr: {tp_rank: {pp_rank: addr}}}}.
   app.get('/query', (c) =>
     probe(state, c, () => {
+      if (++state.queries <= state.config.queryFailFirst) {
+        return errorResponse(id(), 503, 'bootstrap server not ready');
+      }
       const out: Record<string, unknown> = {};
       for (let rank = 0; rank < state.config.dpSize; rank++) {
         out[String(rank)] = {

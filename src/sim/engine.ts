@@ -36,6 +36,7 @@ export function createSimEngine(options: Partial<SimOptions> = {}): SimEngine {
     if (partial.failure !== undefined || partial.seed !== undefined) {
       state.planner = createFailurePlanner(next.failure, next.seed);
     }
+    if (partial.queryFailFirst !== undefined) state.queries = 0;
     state.slots.drain();
   };
   const reset = () => resetState(state);

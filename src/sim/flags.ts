@@ -15,12 +15,20 @@ export interface SimCommandLine {
   quiet: boolean;
   host: string;
   port: number;
+  /** Also serve the Mooncake bootstrap `/query` on this port (unset: only on `port`). */
+  bootstrapPort?: number;
   options: Partial<SimOptions>;
 }
 
 const RUNNER_FLAGS: readonly SimFlag[] = [
   { name: 'port', type: 'int', target: 'port', help: 'listen port, 0 = ephemeral (8000)' },
   { name: 'host', type: 'string', target: 'host', help: 'listen address (127.0.0.1)' },
+  {
+    name: 'bootstrap-port',
+    type: 'int',
+    target: 'bootstrapPort',
+    help: 'also serve the Mooncake bootstrap /query on this port (e.g. 8998)',
+  },
   { name: 'quiet', type: 'bool', target: 'quiet', help: 'no startup line' },
   { name: 'help', type: 'bool', target: 'help', help: 'show this help' },
 ];
@@ -75,10 +83,14 @@ export function parseSimCommandLine(
   const host = (runner('host') as string | undefined) ?? '127.0.0.1';
   const port = (runner('port') as number | undefined) ?? 8000;
   if (port > 65535) throw new RangeError(`invalid value for --port: ${port}`);
+  const bootstrapPort = runner('bootstrap-port') as number | undefined;
+  if (bootstrapPort !== undefined && bootstrapPort > 65535) {
+    throw new RangeError(`invalid value for --bootstrap-port: ${bootstrapPort}`);
+  }
   const options = flagsToOptions(Object.fromEntries(given), resolveOptions({ id: 'cli' }));
   if (options.id === undefined && port !== 0) options.id = `sim-${port}`;
   resolveOptions(options); // validates the combination
-  return { help, quiet, host, port, options };
+  return { help, quiet, host, port, ...(bootstrapPort === undefined ? {} : { bootstrapPort }), options };
 }
 
 export function simHelp(): string {

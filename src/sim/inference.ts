@@ -205,17 +205,14 @@ async function generate(
   }
 
   const out = generatedText(n);
+  const params =
+    kv?.do_remote_decode === true && !cfg.omitKvParams ? kvParams(state, tracker, shape, kv, text) : null;
   let json: JsonObject;
   if (route === 'generate') json = generateJson(shape.id, out, n, finish, usage);
-  else if (route === 'responses') json = responsesJson(`resp_${shape.id}`, shape.created, model, out, usage);
-  else
-    json = completionJson(
-      shape,
-      out,
-      finish,
-      usage,
-      kv?.do_remote_decode === true ? kvParams(state, tracker, shape, kv, text) : null,
-    );
+  else if (route === 'responses') {
+    json = responsesJson(`resp_${shape.id}`, shape.created, model, out, usage);
+    if (params) json.kv_transfer_params = params;
+  } else json = completionJson(shape, out, finish, usage, params);
   const delayMs = ttft + Math.max(0, n - 1) * cfg.itlMs;
   return deliverJson(state, tracker, { body: json, headers, delayMs, fault, tokens: n, onSuccess });
 }

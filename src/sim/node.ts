@@ -12,13 +12,28 @@ export interface StartSimOptions extends Partial<SimOptions> {
   host?: string;
   /** Listen port (default 0: an ephemeral port). */
   port?: number;
+  /**
+   * Also serve the Mooncake bootstrap `/query` on its own listener (on `host`), as a real
+   * Mooncake prefill engine does on port 8998: a port number (0: an ephemeral port). The engine's
+   * HTTP port answers `/query` too.
+   */
+  bootstrapPort?: number;
 }
 
 export interface RunningSimEngine {
   url: string;
   port: number;
   engine: SimEngine;
+  /** The separate bootstrap listener, when `bootstrapPort` was given. */
+  bootstrap?: RunningBootstrap;
   /** Stops listening and closes idle and active connections (pending requests end at once). */
+  close(): Promise<void>;
+}
+
+/** A listener serving only the Mooncake bootstrap `GET /query` of one engine. */
+export interface RunningBootstrap {
+  url: string;
+  port: number;
   close(): Promise<void>;
 }
 
@@ -59,14 +74,9 @@ export function cutNodeConnection(c: Context): void {
   } as typeof writeHead;
 }
 
-export async function startSimEngine(options: StartSimOptions = {}): Promise<RunningSimEngine> {
-  const { host = '127.0.0.1', port = 0, ...simOptions } = options;
-  const engine = createSimEngine({
-    resetConnection: resetNodeConnection,
-    cutConnection: cutNodeConnection,
-    ...simOptions,
-  });
-  const server = serve({ fetch: engine.app.fetch, hostname: host, port }) as Server;
+/** Serves `fetch` on host:port; resolves once listening, with its URL and a close that cuts connections. */
+async function listen(fetchFn: (req: Request) => Response | Promise<Response>, host: string, port: number) {
+  const server = serve({ fetch: fetchFn, hostname: host, port }) as Server;
   // Outlive any proxy's keep-alive pool timeout, so pooled connections do not race our close.
   server.keepAliveTimeout = 120_000;
   server.headersTimeout = 125_000;
@@ -89,13 +99,66 @@ export async function startSimEngine(options: StartSimOptions = {}): Promise<Run
   return {
     url: `http://${urlHost}:${address.port}`,
     port: address.port,
-    engine,
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
       return closing;
+    },
+  };
+}
+
+/** The bootstrap server's paths: `/query`, and the simulated KV pull of a decode engine (`/sim/kv/<id>`). */
+const isBootstrapPath = (path: string) => path === '/query' || path.startsWith('/sim/kv/');
+
+/**
+ * Starts a listener that answers only the bootstrap paths for `engine` (`GET /query` with the same
+ * answer, failures and probe log as the engine's own, and `GET /sim/kv/<id>`, where a simulated
+ * Mooncake decode waits for this engine's transfer); anything else is a 404. A test can start it
+ * after the engine, on a port chosen earlier, to play a bootstrap server that comes up late.
+ */
+export function startBootstrapServer(
+  engine: SimEngine,
+  options: { host?: string; port?: number } = {},
+): Promise<RunningBootstrap> {
+  const { host = '127.0.0.1', port = 0 } = options;
+  return listen(
+    (req) =>
+      req.method === 'GET' && isBootstrapPath(new URL(req.url).pathname)
+        ? engine.fetch(req)
+        : new Response(JSON.stringify({ detail: 'Not Found' }), {
+            status: 404,
+            headers: { 'content-type': 'application/json' },
+          }),
+    host,
+    port,
+  );
+}
+
+export async function startSimEngine(options: StartSimOptions = {}): Promise<RunningSimEngine> {
+  const { host = '127.0.0.1', port = 0, bootstrapPort, ...simOptions } = options;
+  const engine = createSimEngine({
+    resetConnection: resetNodeConnection,
+    cutConnection: cutNodeConnection,
+    ...simOptions,
+  });
+  const main = await listen(engine.app.fetch, host, port);
+  let bootstrap: RunningBootstrap | undefined;
+  try {
+    if (bootstrapPort !== undefined)
+      bootstrap = await startBootstrapServer(engine, { host, port: bootstrapPort });
+  } catch (err) {
+    await main.close();
+    throw err;
+  }
+  return {
+    url: main.url,
+    port: main.port,
+    engine,
+    ...(bootstrap ? { bootstrap } : {}),
+    async close() {
+      await Promise.all([main.close(), bootstrap?.close()]);
     },
   };
 }

@@ -88,6 +88,8 @@ export interface SimState {
   startedAtSec: number;
   /** Mooncake transfers this engine prefilled (kv-transfer.ts). */
   kv: KvTransfers;
+  /** Bootstrap `/query` requests since the start, the last reset or a new `queryFailFirst`. */
+  queries: number;
   nextId(prefix: string): string;
 }
 
@@ -102,6 +104,7 @@ export function createState(config: SimOptions): SimState {
     planner: createFailurePlanner(config.failure, config.seed),
     startedAtSec: Math.floor(Date.now() / 1000),
     kv: new KvTransfers(),
+    queries: 0,
     nextId: (prefix) => `${prefix}-${state.config.id}-${(++seq).toString(36)}`,
   };
   return state;
@@ -112,6 +115,7 @@ export function resetState(state: SimState): void {
   state.cache.clear();
   state.cache.resetCounters();
   state.kv.clear();
+  state.queries = 0;
   state.log.clear();
   state.planner = createFailurePlanner(state.config.failure, state.config.seed);
 }

@@ -73,6 +73,13 @@ export interface SimOptions {
    * wait (the KV is taken as there).
    */
   kvWaitMs: number;
+  /**
+   * PD prefill: answer a `do_remote_decode` request without `kv_transfer_params`, as an engine
+   * without a working KV connector does (the decode then prefills locally).
+   */
+  omitKvParams: boolean;
+  /** Mooncake bootstrap: the first N `/query` requests answer 503 (a server still starting). */
+  queryFailFirst: number;
   /** Side channel reported in PD `kv_transfer_params`. */
   kvHost: string;
   kvPort: number;

@@ -33,6 +33,11 @@ export interface Leg {
   admits?: (worker: RoutedWorker) => boolean;
   /** A leg running beside the answering one (concurrent prefill): it never names the answering worker. */
   background?: boolean;
+  /**
+   * Retries stay on the worker of the first attempt (a concurrent prefill: the decode already names
+   * it): a retryable answer that would move the leg elsewhere passes through instead.
+   */
+  pinned?: boolean;
 }
 
 /** A stream's first read, taken before the answer was committed; the relay continues from it. */

@@ -106,6 +106,10 @@ async function retryStatus(
   const after = engineRetryAfter(run, res);
   const alt = await askFleet(run, worker.id);
   const elsewhere = !('kind' in alt) && alt.ok && alt.worker.id !== worker.id;
+  if (elsewhere && run.leg.pinned) {
+    await release(run, alt);
+    return answer();
+  }
   const delay = elsewhere ? (run.mayRetry() ? 0 : undefined) : sameEngineDelay(run, after);
   if (delay === undefined) {
     await release(run, alt);

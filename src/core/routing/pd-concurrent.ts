@@ -38,6 +38,7 @@ export async function concurrentPlan(
   const prefillLeg = pdLeg(call, 'prefill', {
     body: prefillBody(json, call.route, mooncakePrefillParams(xfer)),
     background: true,
+    pinned: true,
     admits: (w) => w.id === pinned?.id,
   });
   const prefillRun = new AttemptRun(ex, prefillLeg);
@@ -59,12 +60,18 @@ export async function concurrentPlan(
   const prefill = runAttempts(ex, prefillLeg, prefillRun, routed)
     .then((r) => finishPrefill(ex, pd, r, started))
     .then((p) => {
-      if (!p.ok && p.result.kind !== 'withdrawn') decodeRun.callOff();
+      // Withdrawn without being called off: a retry would have left the worker the decode pulls from.
+      if (!p.ok && !prefillRun.off) decodeRun.callOff();
       return p;
     });
   const decoded = await runDecode(ex, pd, decodeLeg, decodeRun);
   if (decoded.kind === 'withdrawn') {
     const p = await prefill;
+    if (!p.ok && p.result.kind === 'withdrawn') {
+      pd.instruments.legErrors.labels('prefill', 'upstream_unreachable').inc();
+      const message = `prefill worker ${routed.worker.id} failed; its decode leg was to pull the KV from it`;
+      return { kind: 'error', error: new RouterError('upstream_unreachable', message) };
+    }
     if (!p.ok) return p.result;
     return { kind: 'error', error: new RouterError('internal_error', 'decode leg called off') };
   }

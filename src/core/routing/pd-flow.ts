@@ -96,7 +96,10 @@ async function sequentialPlan(ex: Exchange, call: ProxyCall, pd: PdContext, json
     const xfer = pd.connector === 'mooncake' ? transferId(newId) : undefined;
     const kv = xfer === undefined ? nixlPrefillParams() : mooncakePrefillParams(xfer);
     const started = clock.monotonic();
-    const prefillLeg = pdLeg(call, 'prefill', { body: prefillBody(json, call.route, kv) });
+    // A fresh prefill gets an id of its own: the first one's engine may still hold blocks under it.
+    const id = round === 1 ? undefined : `${call.requestId}-${round}`;
+    const ids = id === undefined ? {} : { requestIdFor: () => id };
+    const prefillLeg = pdLeg(call, 'prefill', { body: prefillBody(json, call.route, kv), ...ids });
     const p = await finishPrefill(ex, pd, await runAttempts(ex, prefillLeg), started);
     if (!p.ok) return p.result;
     const params = await decodeParams(pd, p.prefilled, xfer);
@@ -105,6 +108,7 @@ async function sequentialPlan(ex: Exchange, call: ProxyCall, pd: PdContext, json
     const decodeLeg = pdLeg(call, 'decode', {
       body: params === undefined ? call.body : decodeBody(json, params),
       admits: () => withinHold(ex, pd, prefilled),
+      ...ids,
     });
     const result = await runDecode(ex, pd, decodeLeg);
     if (result.kind !== 'withdrawn' || ex.stopped) return result.kind === 'withdrawn' ? gaveUp(pd) : result;
