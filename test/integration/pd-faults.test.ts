@@ -149,6 +149,9 @@ describe('prefill/decode faults', () => {
     const { prefill, decode } = legsOf(s, id);
     expect(prefill.map((l) => l.leg.status)).toEqual([200, 200]);
     expect(decode.map((l) => l.leg.status)).toEqual([503, 200]);
+    // The fresh round has an id of its own, on both of its legs.
+    expect(prefill.map((l) => l.leg.headers['x-request-id'])).toEqual([id, `${id}-2`]);
+    expect(decode.map((l) => l.leg.headers['x-request-id'])).toEqual([id, `${id}-2`]);
     expect(s.logs.find((l) => l.level === 'warn' && l.request_id === id)?.msg).toBe(
       "decode leg could not start within the prefill's KV hold time (1 s): running a fresh prefill",
     );

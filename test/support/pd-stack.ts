@@ -98,11 +98,20 @@ export interface LegEntry {
 /** The log entries, per role, of the legs that carried this x-request-id. */
 export function legsOf(s: PdEngines, requestId: string): { prefill: LegEntry[]; decode: LegEntry[] } {
   const find = (engines: RunningEngine[]) =>
-    engines.flatMap((engine) =>
-      engine.engine.log
-        .filter((l) => l.headers['x-request-id'] === requestId)
-        .map((leg) => ({ engine, leg })),
-    );
+    engines
+      .flatMap((engine) =>
+        engine.engine.log
+          // A fresh prefill round carries `<id>-<round>` on both of its legs.
+          .filter((l) => {
+            const id = l.headers['x-request-id'];
+            return (
+              id === requestId ||
+              (id?.startsWith(`${requestId}-`) === true && /^\d+$/.test(id.slice(requestId.length + 1)))
+            );
+          })
+          .map((leg) => ({ engine, leg })),
+      )
+      .sort((a, b) => a.leg.tMs - b.leg.tMs); // in the order they arrived, whichever engine got them
   return { prefill: find(s.prefill), decode: find(s.decode) };
 }
 

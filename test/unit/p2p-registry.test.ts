@@ -1,7 +1,7 @@
 import { encode } from '@msgpack/msgpack';
 import { describe, expect, it, vi } from 'vitest';
-import { P2pRegistry, type P2pRegistryOptions } from '../../src/adapters/node/p2p-registry.ts';
-import { parseRegistration } from '../../src/adapters/node/p2p-wire.ts';
+import { P2pRegistry, type P2pRegistryOptions } from '../../src/adapters/p2p/registry.ts';
+import { parseRegistration } from '../../src/adapters/p2p/wire.ts';
 import { parseRouterConfig } from '../../src/core/config/schema.ts';
 import { createFleetFromConfig } from '../../src/core/fleet/from-config.ts';
 import { createLogger } from '../../src/core/observability/logger.ts';

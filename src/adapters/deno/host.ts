@@ -7,7 +7,7 @@ import type { CliSignal, DemoEngines, DotEnvFile, ServingRouter } from '../../co
 import type { RouterConfig } from '../../core/config/schema.ts';
 import type { LogSink } from '../../core/observability/logger.ts';
 import { createSimEngine } from '../../sim/engine.ts';
-import { serveOn, startDenoRouter, urlOf } from './server.ts';
+import { openDenoRouter, serveOn, urlOf } from './server.ts';
 
 /** `.env` in the working directory: its text, missing, or not readable (no read permission). */
 export function readDotEnv(): DotEnvFile {
@@ -32,10 +32,10 @@ export function startDemoEngines(): Promise<DemoEngines> {
   });
 }
 
-/** The command's server: listens at once, probes the workers behind the listener. */
-export function serveDeno(config: RouterConfig, logSink: LogSink): Promise<ServingRouter> {
-  const router = startDenoRouter(config, { logSink });
-  return Promise.resolve({
+/** The command's server: the registration socket and the listeners bound, the workers probed behind them. */
+export async function serveDeno(config: RouterConfig, logSink: LogSink): Promise<ServingRouter> {
+  const router = await openDenoRouter(config, { logSink });
+  return {
     url: router.url,
     metricsUrl: router.metricsUrl,
     logger: router.logger,
@@ -45,11 +45,12 @@ export function serveDeno(config: RouterConfig, logSink: LogSink): Promise<Servi
       // Deno.serve has no keep-alive setting: Deno closes idle connections on its own schedule.
       keep_alive_timeout_secs: 'not applicable on Deno',
       ...(router.healthUrl === undefined ? {} : { health: router.healthUrl }),
+      ...(router.p2pAddress === undefined ? {} : { p2p_discovery: router.p2pAddress }),
     },
     beginDrain: () => router.beginDrain(),
     stopAccepting: () => router.stopAccepting(),
     shutdown: () => router.shutdown(),
-  });
+  };
 }
 
 export function onSignal(signal: CliSignal, handler: () => void): void {

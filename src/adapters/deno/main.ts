@@ -4,6 +4,9 @@
  *
  *   deno run --allow-net --allow-env --allow-read src/adapters/deno/main.ts [flags]
  *
+ * P2P-NCCL registration (--vllm-discovery-address) loads the zeromq native addon, which needs
+ * `--allow-ffi=node_modules/zeromq --allow-read=.,/etc/alpine-release` (`deno task start` grants them).
+ *
  * The same flags and exit codes as the Node command (the core's parser and runCli); simulated
  * engines only with --demo. Deno-only APIs live in this folder.
  */
@@ -23,6 +26,8 @@ void runCli({
   stdout: (line) => console.log(line),
   stderr: (line) => console.error(line),
   version: pkg.version,
+  // --vllm-discovery-address: P2P-NCCL workers register over ZMQ (src/adapters/p2p/registry.ts).
+  features: { p2pRegistration: true },
   serve: (config) => serveDeno(config, log.sink),
   startDemo: startDemoEngines,
   clock: systemClock,

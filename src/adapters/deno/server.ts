@@ -10,14 +10,20 @@
  * header), so --keep-alive-timeout-secs does not apply on Deno (the listening line says so). Deno
  * (2.9) keeps an idle client connection open until the client closes it, so the load balancer's
  * idle timeout always ends it first; connections still open at shutdown close with the server.
+ *
+ * P2P-NCCL registration (--vllm-discovery-address) binds its ZMQ socket before the listeners
+ * (`openDenoRouter`). The zeromq native addon needs Deno permissions a router without it does not:
+ * a missing one is the startup error (exit 2) that names them.
  */
 import { type ListenProblem, type ListenTarget, listenError } from '../../core/cli.ts';
+import { ConfigError } from '../../core/config/errors.ts';
 import type { RouterConfig } from '../../core/config/schema.ts';
 import { errorResponse, RouterError } from '../../core/contracts/errors.ts';
 import { metricsResponse } from '../../core/http/routes.ts';
 import type { Logger, LogSink } from '../../core/observability/logger.ts';
 import { createRouter, type Router } from '../../core/router.ts';
 import { fetchUpstream } from '../../core/upstream/fetch-upstream.ts';
+import { type P2pRegistry, p2pRegistryFor } from '../p2p/registry.ts';
 
 export interface DenoRouter {
   router: Router;
@@ -26,6 +32,8 @@ export interface DenoRouter {
   port: number;
   metricsUrl: string;
   healthUrl?: string;
+  /** The P2P-NCCL registration socket's address (`HOST:PORT`), with --vllm-discovery-address. */
+  p2pAddress?: string;
   /** Resolves when the startup round is over: true when a worker is healthy. */
   ready: Promise<boolean>;
   beginDrain(): void;
@@ -130,13 +138,96 @@ function runStartup(router: Router, stopping: AbortSignal): Promise<boolean> {
   return ready;
 }
 
-export function startDenoRouter(config: RouterConfig, options: { logSink: LogSink }): DenoRouter {
-  const router = createRouter(config, {
+const DISCOVERY_FLAG = '--vllm-discovery-address';
+
+/**
+ * The registration socket is read every 100 ms rather than on the addon's wake-up, which Deno's
+ * libuv shim can miss (a registration would then wait forever); engines refresh every 3 s.
+ */
+const ZMQ_POLL_MS = 100;
+
+/** What the zeromq addon needs under Deno (its loader reads /etc/alpine-release to pick a C library build). */
+const P2P_PERMISSIONS = '--allow-ffi=node_modules/zeromq --allow-read=.,/etc/alpine-release';
+
+function p2pPermissionError(address: string, missing: string, cause?: unknown): ConfigError {
+  return new ConfigError(
+    `${DISCOVERY_FLAG} ${address}: the zeromq native addon needs Deno permissions (missing: ${missing}); ` +
+      `run with ${P2P_PERMISSIONS}`,
+    { flag: DISCOVERY_FLAG, ...(cause === undefined ? {} : { cause }) },
+  );
+}
+
+/** The permissions the zeromq addon lacks, checked before loading it (its loader would print a stack). */
+function missingP2pPermissions(): string[] {
+  let addon: URL;
+  try {
+    addon = new URL('..', import.meta.resolve('zeromq'));
+  } catch {
+    return []; // not installed: loading it reports that
+  }
+  const granted = (d: Deno.PermissionDescriptor) => Deno.permissions.querySync(d).state === 'granted';
+  const missing: string[] = [];
+  if (!granted({ name: 'ffi', path: addon })) missing.push('ffi access to node_modules/zeromq');
+  if (!granted({ name: 'read', path: addon })) missing.push('read access to node_modules/zeromq');
+  if (Deno.build.os === 'linux' && !granted({ name: 'read', path: '/etc/alpine-release' })) {
+    missing.push('read access to /etc/alpine-release');
+  }
+  return missing;
+}
+
+/** A Deno permission refusal, thrown or reported in a message (the addon loader wraps its errors). */
+function isPermissionRefusal(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = e.cause) {
+    if (e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied) return true;
+    if (/\b(NotCapable|PermissionDenied)\b/.test(e.message)) return true;
+  }
+  return false;
+}
+
+/** Binds the registration socket, or throws the startup error naming the flag (and the permissions). */
+async function bindP2p(p2p: P2pRegistry, address: string): Promise<string> {
+  const missing = missingP2pPermissions();
+  if (missing.length > 0) throw p2pPermissionError(address, missing.join(', '));
+  try {
+    return await p2p.bind(address);
+  } catch (err) {
+    if (isPermissionRefusal(err)) throw p2pPermissionError(address, 'refused while loading or binding', err);
+    throw err;
+  }
+}
+
+function createDenoRouter(config: RouterConfig, logSink: LogSink, p2p: P2pRegistry | undefined): Router {
+  return createRouter(config, {
     upstream: fetchUpstream(),
-    logSink: options.logSink,
+    logSink,
     // Deno.serve hands the connection info to app.fetch as the second argument (Hono's c.env).
     peerAddress: (c) => (c.env as Deno.ServeHandlerInfo<Deno.NetAddr> | undefined)?.remoteAddr?.hostname,
+    ...(p2p ? { p2pRegistry: p2p } : {}),
   });
+}
+
+/**
+ * The router and its listeners; with --vllm-discovery-address the registration socket first (a
+ * failure to bind it, or to bind a listener, closes what was already bound).
+ */
+export async function openDenoRouter(
+  config: RouterConfig,
+  options: { logSink: LogSink },
+): Promise<DenoRouter> {
+  const p2p = p2pRegistryFor(config, { pollMs: ZMQ_POLL_MS });
+  const router = createDenoRouter(config, options.logSink, p2p);
+  if (!p2p) return listen(config, router, undefined);
+  try {
+    p2p.attach(router);
+    await bindP2p(p2p, config.pd.discoveryAddress as string);
+    return listen(config, router, p2p);
+  } catch (err) {
+    await p2p.close();
+    throw err;
+  }
+}
+
+function listen(config: RouterConfig, router: Router, p2p: P2pRegistry | undefined): DenoRouter {
   const [server, metricsServer, healthServer] = bindAll(config, router) as [
     Deno.HttpServer<Deno.NetAddr>,
     Deno.HttpServer<Deno.NetAddr>,
@@ -148,7 +239,10 @@ export function startDenoRouter(config: RouterConfig, options: { logSink: LogSin
   let closing: Promise<void> | undefined;
   const stopAccepting = () => {
     stopping.abort();
-    closing ??= Promise.all([server, metricsServer, healthServer].map((s) => s?.shutdown())).then(() => {});
+    closing ??= Promise.all([
+      ...[server, metricsServer, healthServer].map((s) => s?.shutdown()),
+      p2p?.close(),
+    ]).then(() => {});
     return closing;
   };
   return {
@@ -158,6 +252,7 @@ export function startDenoRouter(config: RouterConfig, options: { logSink: LogSin
     port: server.addr.port,
     metricsUrl: `${urlOf(config.metrics.host, metricsServer.addr.port)}/metrics`,
     ...(healthServer ? { healthUrl: urlOf(config.server.host, healthServer.addr.port) } : {}),
+    ...(p2p?.address ? { p2pAddress: p2p.address } : {}),
     ready,
     beginDrain: () => router.beginDrain(),
     stopAccepting,

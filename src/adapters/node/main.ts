@@ -18,7 +18,7 @@ void runCli({
   stdout: (line) => void process.stdout.write(`${line}\n`),
   stderr: (line) => void process.stderr.write(`${line}\n`),
   version: pkg.version,
-  // --vllm-discovery-address: P2P-NCCL workers register over ZMQ (src/adapters/node/p2p-registry.ts).
+  // --vllm-discovery-address: P2P-NCCL workers register over ZMQ (src/adapters/p2p/registry.ts).
   features: { p2pRegistration: true },
   serve: serveNode,
   startDemo: startDemoEngines,

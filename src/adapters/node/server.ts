@@ -18,6 +18,7 @@ import { metricsResponse } from '../../core/http/routes.ts';
 import type { Logger, LogSink } from '../../core/observability/logger.ts';
 import type { MetricsRegistry } from '../../core/observability/metrics.ts';
 import { createRouter, type Router } from '../../core/router.ts';
+import { type P2pRegistryOptions, p2pRegistryFor } from '../p2p/registry.ts';
 import {
   applyKeepAlive,
   closeGracefully,
@@ -28,7 +29,6 @@ import {
   urlOf,
 } from './listen.ts';
 import { batchedStdoutSink } from './log-sink.ts';
-import { type P2pRegistryOptions, p2pRegistryFor } from './p2p-registry.ts';
 import { createUndiciUpstream } from './upstream.ts';
 
 export interface NodeRouterOptions {

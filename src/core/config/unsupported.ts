@@ -9,7 +9,7 @@ import type { RouterConfig } from './schema.ts';
 
 /** What the runtime offers beyond the core. */
 export interface RuntimeFeatures {
-  /** P2P-NCCL workers registering over ZMQ (a ZMQ socket: the Node adapter). */
+  /** P2P-NCCL workers registering over ZMQ (a ZMQ socket: the Node and Deno adapters). */
   p2pRegistration?: boolean;
 }
 
@@ -21,7 +21,7 @@ export function unsupportedFeatures(
   if (config.pd.discoveryAddress !== undefined && runtime.p2pRegistration !== true) {
     out.push({
       flag: '--vllm-discovery-address',
-      what: 'P2P-NCCL worker registration over ZMQ (available with the Node runtime only)',
+      what: 'P2P-NCCL worker registration over ZMQ (available with the Node and Deno runtimes)',
     });
   }
   if (config.discovery.mode === 'k8s') {

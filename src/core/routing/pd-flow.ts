@@ -89,31 +89,42 @@ async function decodeParams(
 const isResult = (v: unknown): v is LegResult =>
   typeof v === 'object' && v !== null && typeof (v as { kind?: unknown }).kind === 'string';
 
-async function sequentialPlan(ex: Exchange, call: ProxyCall, pd: PdContext, json: JsonObject) {
+/** One NIXL/Mooncake round: a prefill, then its decode; `again` when the decode must start over. */
+async function sequentialRound(
+  ex: Exchange,
+  call: ProxyCall,
+  pd: PdContext,
+  json: JsonObject,
+  round: number,
+): Promise<LegResult | { kind: 'again'; prefilled: Prefilled }> {
   const { clock, newId } = ex.ctx.deps;
+  const xfer = pd.connector === 'mooncake' ? transferId(newId) : undefined;
+  const kv = xfer === undefined ? nixlPrefillParams() : mooncakePrefillParams(xfer);
+  const started = clock.monotonic();
+  // A fresh prefill gets an id of its own: the first one's engine may still hold blocks under it.
+  const ids = round === 1 ? {} : { requestIdFor: () => `${call.requestId}-${round}` };
+  const prefillLeg = pdLeg(call, 'prefill', { body: prefillBody(json, call.route, kv), ...ids });
+  const p = await finishPrefill(ex, pd, await runAttempts(ex, prefillLeg), started);
+  if (!p.ok) return p.result;
+  const params = await decodeParams(pd, p.prefilled, xfer);
+  if (isResult(params)) return params;
+  const prefilled = p.prefilled;
+  const decodeLeg = pdLeg(call, 'decode', {
+    body: params === undefined ? call.body : decodeBody(json, params),
+    admits: () => withinHold(ex, pd, prefilled),
+    ...ids,
+  });
+  const result = await runDecode(ex, pd, decodeLeg);
+  return result.kind === 'withdrawn' && !ex.stopped ? { kind: 'again', prefilled } : result;
+}
+
+async function sequentialPlan(ex: Exchange, call: ProxyCall, pd: PdContext, json: JsonObject) {
   const rounds = roundsFor(ex);
   for (let round = 1; ; round++) {
-    const xfer = pd.connector === 'mooncake' ? transferId(newId) : undefined;
-    const kv = xfer === undefined ? nixlPrefillParams() : mooncakePrefillParams(xfer);
-    const started = clock.monotonic();
-    // A fresh prefill gets an id of its own: the first one's engine may still hold blocks under it.
-    const id = round === 1 ? undefined : `${call.requestId}-${round}`;
-    const ids = id === undefined ? {} : { requestIdFor: () => id };
-    const prefillLeg = pdLeg(call, 'prefill', { body: prefillBody(json, call.route, kv), ...ids });
-    const p = await finishPrefill(ex, pd, await runAttempts(ex, prefillLeg), started);
-    if (!p.ok) return p.result;
-    const params = await decodeParams(pd, p.prefilled, xfer);
-    if (isResult(params)) return params;
-    const prefilled = p.prefilled;
-    const decodeLeg = pdLeg(call, 'decode', {
-      body: params === undefined ? call.body : decodeBody(json, params),
-      admits: () => withinHold(ex, pd, prefilled),
-      ...ids,
-    });
-    const result = await runDecode(ex, pd, decodeLeg);
-    if (result.kind !== 'withdrawn' || ex.stopped) return result.kind === 'withdrawn' ? gaveUp(pd) : result;
+    const result = await sequentialRound(ex, call, pd, json, round);
+    if (result.kind !== 'again') return result.kind === 'withdrawn' ? gaveUp(pd) : result;
     if (round >= rounds) return gaveUp(pd);
-    holdPassed(ex, pd, prefilled, false);
+    holdPassed(ex, pd, result.prefilled, false);
   }
 }
 

@@ -130,7 +130,7 @@ describe('decideStep', () => {
 
   it('a retryable status and no other engine: body cancelled, lease settled, a backoff before the resend', async () => {
     const fleet = scriptedFleet([routedTo('a', 2)]);
-    const { run, ex } = runFor(fleet, statusUpstream([503]).upstream);
+    const { run } = runFor(fleet, statusUpstream([503]).upstream);
     run.tries = 1;
     let cancelled = false;
     const body = new ReadableStream<Uint8Array>({
@@ -153,7 +153,7 @@ describe('decideStep', () => {
 
   it('a retryable status with another engine available: the retry goes there at once', async () => {
     const fleet = scriptedFleet([routedTo('b', 2)]);
-    const { run, ex } = runFor(fleet, statusUpstream([429]).upstream);
+    const { run } = runFor(fleet, statusUpstream([429]).upstream);
     run.tries = 1;
     const res = { status: 429, headers: { 'retry-after': '1' }, body: null };
     const next = await decideStep(run, { worker, lease: 1, tracker, res });
@@ -166,7 +166,7 @@ describe('decideStep', () => {
 
   it('Retry-After longer than the max backoff and no other engine: the response passes through', async () => {
     const fleet = scriptedFleet([routedTo('a', 2)]);
-    const { run, ex } = runFor(fleet, statusUpstream([429]).upstream, { retry: { maxBackoffMs: 1000 } });
+    const { run } = runFor(fleet, statusUpstream([429]).upstream, { retry: { maxBackoffMs: 1000 } });
     run.tries = 1;
     const res = { status: 429, headers: { 'retry-after': '5' }, body: null };
     expect(await decideStep(run, { worker, lease: 1, tracker, res })).toMatchObject({ kind: 'done' });
@@ -175,7 +175,7 @@ describe('decideStep', () => {
 
   it('Retry-After within the max backoff sets the wait before resending to the same engine', async () => {
     const fleet = scriptedFleet([routedTo('a', 2)]);
-    const { run, ex } = runFor(fleet, statusUpstream([503]).upstream);
+    const { run } = runFor(fleet, statusUpstream([503]).upstream);
     run.tries = 1;
     const res = { status: 503, headers: { 'retry-after': '2' }, body: null };
     expect(await decideStep(run, { worker, lease: 1, tracker, res })).toEqual({
@@ -188,7 +188,7 @@ describe('decideStep', () => {
 
   it('the last allowed attempt passes the retryable response through', async () => {
     const fleet = scriptedFleet([routedTo('b', 2)]);
-    const { run, ex } = runFor(fleet, statusUpstream([503]).upstream, { retry: { maxRetries: 2 } });
+    const { run } = runFor(fleet, statusUpstream([503]).upstream, { retry: { maxRetries: 2 } });
     run.tries = 2;
     const res = { status: 503, headers: {}, body: null };
     expect(await decideStep(run, { worker, lease: 1, tracker, res })).toMatchObject({ kind: 'done' });

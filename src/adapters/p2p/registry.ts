@@ -1,5 +1,5 @@
 /**
- * P2P-NCCL worker registration (--vllm-discovery-address, Node): engines running vLLM's
+ * P2P-NCCL worker registration (--vllm-discovery-address; Node and Deno adapters): engines running vLLM's
  * P2pNcclConnector send a msgpack map `{type: "P"|"D", http_address: "host:port", zmq_address:
  * "host:port"}` from a DEALER socket every 3 s. The first registration of an HTTP address adds the
  * worker once (one per --intra-node-data-parallel-size rank) and has it probed at once; refreshes
@@ -20,7 +20,7 @@ import {
   type P2pRegistration,
   type P2pRole,
   parseRegistration,
-} from './p2p-wire.ts';
+} from './wire.ts';
 
 /** vLLM's proxy drops an engine silent for 5 s (engines refresh every 3 s). */
 export const P2P_EXPIRY_MS = 5000;
@@ -46,6 +46,8 @@ export interface P2pRegistryOptions {
   dpSize?: number;
   /** `--worker-url-allowlist`: registrations from other hosts are refused (empty: any host). */
   allowlist?: readonly string[];
+  /** Poll the socket every this many ms instead of waiting on the addon (Deno: see RouterSocketOptions). */
+  pollMs?: number;
 }
 
 interface Entry extends P2pRegistration {
@@ -69,6 +71,7 @@ export class P2pRegistry {
   private readonly sweepMs: number;
   private readonly dpSize: number;
   private readonly allowed: ((host: string) => boolean) | undefined;
+  private readonly pollMs: number | undefined;
   private side: Attached | undefined;
   private timer: TimerHandle | undefined;
   private socket: BoundRouterSocket | undefined;
@@ -79,6 +82,7 @@ export class P2pRegistry {
     this.expiryMs = options.expiryMs ?? P2P_EXPIRY_MS;
     this.sweepMs = options.sweepMs ?? P2P_SWEEP_MS;
     this.dpSize = options.dpSize ?? 1;
+    this.pollMs = options.pollMs;
     const allowlist = options.allowlist ?? [];
     this.allowed = allowlist.length > 0 ? hostMatcher(allowlist) : undefined;
   }
@@ -121,6 +125,7 @@ export class P2pRegistry {
         fatal
           ? side.logger.error('P2P registration socket failed: no more registrations', { error: err })
           : side.logger.error('P2P registration handling failed', { error: err }),
+      this.pollMs === undefined ? {} : { pollMs: this.pollMs },
     );
     side.logger.info('P2P-NCCL registration socket bound', { address: this.socket.address });
     return this.socket.address;

@@ -6,6 +6,7 @@
  * here, on first bind, so a router that does not use P2P registration never needs it.
  */
 import { decode } from '@msgpack/msgpack';
+import type { Router } from 'zeromq';
 import { ConfigError } from '../../core/config/errors.ts';
 import { workerUrlProblem } from '../../core/http/worker-url-rules.ts';
 
@@ -107,6 +108,57 @@ async function loadZeromq(): Promise<typeof import('zeromq')> {
   }
 }
 
+export interface RouterSocketOptions {
+  /**
+   * Read with non-blocking receives every `pollMs` instead of waiting on the addon's libuv poll
+   * handle. For Deno: its libuv shim can miss the edge-triggered wake-up of a ZMQ socket, and a
+   * waiting receive then never resolves (the addon's timers crash there, so receive timeouts are no way out).
+   */
+  pollMs?: number;
+}
+
+type Deliver = (frames: Uint8Array[]) => void;
+type ReportError = (err: unknown, fatal: boolean) => void;
+
+/** Waits on the addon for each message (Node). */
+async function waitLoop(socket: Router, deliver: Deliver, onError: ReportError): Promise<void> {
+  while (!socket.closed) {
+    let frames: Uint8Array[];
+    try {
+      frames = await socket.receive();
+    } catch (err) {
+      if (!socket.closed) onError(err, true);
+      return;
+    }
+    deliver(frames);
+  }
+}
+
+/** Drains the socket with non-blocking receives (receiveTimeout 0: EAGAIN when empty), then sleeps. */
+async function pollLoop(
+  socket: Router,
+  pollMs: number,
+  sleep: (ms: number) => Promise<void>,
+  deliver: Deliver,
+  onError: ReportError,
+): Promise<void> {
+  while (!socket.closed) {
+    let frames: Uint8Array[];
+    try {
+      frames = await socket.receive();
+    } catch (err) {
+      if (socket.closed) return;
+      if (errorCode(err) !== 'EAGAIN') {
+        onError(err, true);
+        return;
+      }
+      await sleep(pollMs);
+      continue;
+    }
+    deliver(frames);
+  }
+}
+
 /**
  * Binds a ROUTER socket to `address` (`HOST:PORT`, `[IPv6]:PORT`; port 0 picks one) and calls
  * `onMessage` with the frames of each message until `close`. A failing callback is reported to
@@ -115,13 +167,16 @@ async function loadZeromq(): Promise<typeof import('zeromq')> {
 export async function bindRouterSocket(
   address: string,
   onMessage: (frames: Uint8Array[]) => void,
-  onError: (err: unknown, fatal: boolean) => void,
+  onError: ReportError,
+  options: RouterSocketOptions = {},
 ): Promise<BoundRouterSocket> {
   const zmq = await loadZeromq();
+  const { pollMs } = options;
   const socket = new zmq.Router({
     ipv6: address.startsWith('['),
     linger: 0,
     maxMessageSize: MAX_MESSAGE_BYTES,
+    ...(pollMs === undefined ? {} : { receiveTimeout: 0 }),
   });
   try {
     await socket.bind(`tcp://${address}`);
@@ -130,27 +185,32 @@ export async function bindRouterSocket(
     throw discoveryBindError(address, err);
   }
   const bound = (socket.lastEndpoint ?? `tcp://${address}`).replace(/^tcp:\/\//, '');
-  const done = (async () => {
-    while (!socket.closed) {
-      let frames: Uint8Array[];
-      try {
-        frames = await socket.receive();
-      } catch (err) {
-        if (!socket.closed) onError(err, true);
-        return;
-      }
-      try {
-        onMessage(frames);
-      } catch (err) {
-        onError(err, false);
-      }
+  const deliver: Deliver = (frames) => {
+    try {
+      onMessage(frames);
+    } catch (err) {
+      onError(err, false);
     }
-  })();
+  };
+  // The poll loop's sleep ends at once on close, so `done` does not wait out a poll interval.
+  let wake: (() => void) | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      wake = resolve;
+      timer = setTimeout(resolve, ms);
+    });
+  const done =
+    pollMs === undefined
+      ? waitLoop(socket, deliver, onError)
+      : pollLoop(socket, pollMs, sleep, deliver, onError);
   return {
     address: bound,
     done,
     close() {
       if (!socket.closed) socket.close();
+      clearTimeout(timer);
+      wake?.();
     },
   };
 }
