@@ -263,12 +263,13 @@ describe('SIGTERM', () => {
 });
 
 describe.concurrent('features this release does not have', () => {
-  it.each([
-    [['--service-discovery', '--selector', 'app=vllm'], '--service-discovery'],
-  ])('%j: refuses to start (exit 2) instead of running without it', async (args, named) => {
-    const { code, output } = await run(args);
-    expect(code).toBe(2);
-    expect(output).toContain(named);
-    expect(output).toContain('is not available here');
-  });
+  it.each([[['--service-discovery', '--selector', 'app=vllm'], '--service-discovery']])(
+    '%j: refuses to start (exit 2) instead of running without it',
+    async (args, named) => {
+      const { code, output } = await run(args);
+      expect(code).toBe(2);
+      expect(output).toContain(named);
+      expect(output).toContain('is not available here');
+    },
+  );
 });

@@ -155,7 +155,7 @@ export const FLAGS: readonly FlagSpec[] = [
     f('--prefill', 'custom', 'pd.prefill', 'Prefill worker and optional bootstrap port (repeatable)', { custom: 'prefill', metavar: 'URL [PORT|none]' }),
     f('--decode', 'list', 'pd.decode', 'Decode worker URL (repeatable)', { metavar: 'URL' }),
     f('--kv-connector', 'string', 'pd.kvConnector', `KV transfer connector: ${KV_CONNECTORS.join(', ')} (unset: nixl; p2p_nccl with --vllm-discovery-address)`, { metavar: 'NAME' }),
-    f('--vllm-discovery-address', 'string', 'pd.discoveryAddress', 'Where P2P-NCCL workers register themselves (ZMQ ROUTER socket; Node)', { metavar: 'HOST:PORT' }),
+    f('--vllm-discovery-address', 'string', 'pd.discoveryAddress', 'Where P2P-NCCL workers register themselves (ZMQ ROUTER socket; Node, Deno)', { metavar: 'HOST:PORT' }),
     f('--pd-concurrent-dispatch', 'bool', 'pd.concurrentDispatch', 'Mooncake: send the decode leg without waiting for the prefill (as vLLM\'s Mooncake proxy)'),
     f('--pd-kv-hold-secs', 'number', 'pd.kvHoldSecs', 'How long a prefill engine holds KV blocks: a decode not started by then gets a fresh prefill'),
     f('--mooncake-bootstrap-timeout-secs', 'number', 'pd.bootstrapTimeoutSecs', 'Mooncake: timeout of each bootstrap /query'),
@@ -168,6 +168,9 @@ export const FLAGS: readonly FlagSpec[] = [
     f('--service-discovery-namespace|--k8s-namespace', 'string', 'discovery.namespace', 'Namespace to watch (unset: all)', { metavar: 'NAME' }),
     f('--prefill-selector', 'list', 'discovery.prefillSelector', 'Labels of prefill pods', { metavar: 'KEY=VALUE...' }),
     f('--decode-selector', 'list', 'discovery.decodeSelector', 'Labels of decode pods', { metavar: 'KEY=VALUE...' }),
+    f('--kubeconfig', 'string', 'discovery.kubeconfig', 'Kubeconfig file (unset: KUBECONFIG, ~/.kube/config, then the in-cluster service account)', { metavar: 'PATH' }),
+    f('--k8s-model-label', 'string', 'discovery.modelLabel', 'Pod label naming the model a pod serves (unset: its /v1/models)', { metavar: 'LABEL' }),
+    f('--bootstrap-port-annotation', 'string', 'discovery.bootstrapPortAnnotation', 'Pod annotation with a prefill pod\'s bootstrap port (sglang.ai/bootstrap-port is read too)', { metavar: 'NAME' }),
   ]),
   ...group('Retries', [
     f('--retry-max-retries|--max-retries', 'int', 'retry.maxRetries', 'Attempts per request, the first included (1: no retry)'),

@@ -200,6 +200,12 @@ export const routerConfigSchema = z
       namespace: text('namespace').optional(),
       prefillSelector: list(selector, 'key=value selectors').default(() => []),
       decodeSelector: list(selector, 'key=value selectors').default(() => []),
+      // Unset: KUBECONFIG, else ~/.kube/config, else the pod's service account.
+      kubeconfig: text('path').optional(),
+      // production-stack: a pod label naming the model it serves (else its /v1/models).
+      modelLabel: text('label name').optional(),
+      // A prefill pod's bootstrap port (sglang.ai/bootstrap-port is read too).
+      bootstrapPortAnnotation: text('annotation name').default('vllm.ai/bootstrap-port'),
     }),
     metrics: section({
       host: text('host name or IP address').default('127.0.0.1'),

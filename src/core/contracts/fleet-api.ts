@@ -22,7 +22,16 @@ export interface WorkerOverrides {
   retry?: Partial<RouterConfig['retry']>;
 }
 
-/** What an operator (flags, admin API) says about a worker. */
+/** Where a discovered worker came from (shown by the admin API). */
+export interface WorkerSource {
+  discovery: 'kubernetes' | 'p2p-nccl';
+  /** Kubernetes: the pod's name, UID and namespace. */
+  pod?: string;
+  uid?: string;
+  namespace?: string;
+}
+
+/** What an operator (flags, admin API) or discovery says about a worker. */
 export interface WorkerSpec extends WorkerOverrides {
   url: string;
   role?: WorkerRole;
@@ -30,10 +39,16 @@ export interface WorkerSpec extends WorkerOverrides {
   models?: string[];
   dpRank?: number;
   bootstrapPort?: number | null;
+  /** Set by discovery. */
+  source?: WorkerSource;
+  /** Takes no new requests until resumed (a discovered pod that is not Ready). */
+  suspended?: boolean;
 }
 
 /** A change to a worker's models or overrides (PUT /workers/{id}); `null` clears an override. */
 export interface WorkerPatch {
+  /** Discovery: stop (true) or resume (false) sending new requests; requests in flight go on. */
+  suspended?: boolean;
   models?: string[] | null;
   priority?: number | null;
   circuitBreaker?: Partial<RouterConfig['circuitBreaker']> | null;
@@ -57,8 +72,11 @@ export interface WorkerInfo extends WorkerOverrides {
   models: string[] | null;
   dpRank?: number;
   bootstrapPort?: number | null;
+  source?: WorkerSource;
   healthy: boolean;
   draining: boolean;
+  /** Discovery holds new requests off it (its pod is not Ready). */
+  suspended?: boolean;
   /** Circuit breaker state. */
   circuit: 'closed' | 'open' | 'half_open';
   load: number;

@@ -1,6 +1,6 @@
 /**
- * The hard rules of eligibility, which never fall back: a worker must be healthy, not draining and
- * not excluded by the request; and the priority tiers (traffic goes to the highest tier left).
+ * The hard rules of eligibility, which never fall back: a worker must be healthy, not draining, not
+ * suspended (a discovered pod that is not Ready) and not excluded by the request; and the priority tiers (traffic goes to the highest tier left).
  * candidates.ts applies them together with the breakers and the soft rules.
  */
 import type { BreakerSettings } from '../resilience/circuit-breaker.ts';
@@ -10,9 +10,9 @@ export function breakerSettingsFor(w: WorkerRecord, global: BreakerSettings): Br
   return w.circuitBreaker === undefined ? global : { ...global, ...w.circuitBreaker };
 }
 
-/** Healthy, not draining, not excluded by this request. */
+/** Healthy, not draining, not suspended by discovery, not excluded by this request. */
 export function eligible(w: WorkerRecord, exclude: readonly string[] | undefined): boolean {
-  return w.health.healthy && !w.draining && !(exclude?.includes(w.id) ?? false);
+  return w.health.healthy && !w.draining && !w.suspended && !(exclude?.includes(w.id) ?? false);
 }
 
 /** The workers that pass `keep`: the same array when all do (no copy on the common path). */

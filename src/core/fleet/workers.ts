@@ -5,6 +5,7 @@ import type {
   WorkerOverrides,
   WorkerPatch,
   WorkerRole,
+  WorkerSource,
   WorkerSpec,
 } from '../contracts/fleet-api.ts';
 import type { BreakerState } from '../resilience/circuit-breaker.ts';
@@ -18,6 +19,9 @@ export interface WorkerRecord extends WorkerOverrides {
   readonly role: WorkerRole;
   readonly dpRank?: number;
   readonly bootstrapPort?: number | null;
+  readonly source?: WorkerSource;
+  /** Discovery holds new requests off it (see WorkerPatch.suspended). */
+  suspended: boolean;
   models: string[] | null;
   /** Models were given by the operator (flags, admin API), not read from the engine. */
   modelsStatic: boolean;
@@ -66,6 +70,8 @@ export function createWorkerRecord(spec: WorkerSpec, options: { probing: boolean
     role: spec.role ?? 'regular',
     ...(spec.dpRank === undefined ? {} : { dpRank: spec.dpRank }),
     ...(spec.bootstrapPort === undefined ? {} : { bootstrapPort: spec.bootstrapPort }),
+    ...(spec.source === undefined ? {} : { source: { ...spec.source } }),
+    suspended: spec.suspended === true,
     ...(spec.priority === undefined ? {} : { priority: spec.priority }),
     ...(spec.circuitBreaker === undefined ? {} : { circuitBreaker: { ...spec.circuitBreaker } }),
     ...(spec.retry === undefined ? {} : { retry: { ...spec.retry } }),
@@ -88,8 +94,10 @@ export function workerInfo(w: WorkerRecord): WorkerInfo {
     models: w.models ? [...w.models] : null,
     ...(w.dpRank === undefined ? {} : { dpRank: w.dpRank }),
     ...(w.bootstrapPort === undefined ? {} : { bootstrapPort: w.bootstrapPort }),
+    ...(w.source === undefined ? {} : { source: { ...w.source } }),
     healthy: w.health.healthy,
     draining: w.draining,
+    ...(w.suspended ? { suspended: true } : {}),
     circuit: w.breaker.state,
     load: w.load,
     processed: w.processed,
@@ -105,6 +113,7 @@ export function servesModel(w: WorkerRecord, model: string | undefined): boolean
 
 /** Applies an admin change to a record (`null` clears an override). True when its models changed. */
 export function applyWorkerPatch(w: WorkerRecord, patch: WorkerPatch): boolean {
+  if (patch.suspended !== undefined) w.suspended = patch.suspended;
   if (patch.priority !== undefined) {
     if (patch.priority === null) delete w.priority;
     else w.priority = patch.priority;

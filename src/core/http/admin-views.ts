@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { breakerFields, retryFields } from '../config/schema.ts';
 import { port } from '../config/schema-parts.ts';
-import type { WorkerInfo, WorkerPatch, WorkerSpec } from '../contracts/fleet-api.ts';
+import type { WorkerInfo, WorkerPatch, WorkerSource, WorkerSpec } from '../contracts/fleet-api.ts';
 import { workerUrlField } from './worker-url-rules.ts';
 
 // Ranges come from the config schema: an override obeys the same rules as the flag it overrides.
@@ -93,6 +93,16 @@ export function patchFromBody(body: z.infer<typeof workerPatchBody>): WorkerPatc
   return patch;
 }
 
+/** Where a discovered worker came from: `discovered_by`, and the pod's name, UID and namespace. */
+function sourceView(s: WorkerSource) {
+  return {
+    discovered_by: s.discovery,
+    ...(s.pod === undefined ? {} : { pod: s.pod }),
+    ...(s.uid === undefined ? {} : { pod_uid: s.uid }),
+    ...(s.namespace === undefined ? {} : { namespace: s.namespace }),
+  };
+}
+
 /** A worker on the wire. */
 export function workerView(w: WorkerInfo) {
   return {
@@ -102,8 +112,10 @@ export function workerView(w: WorkerInfo) {
     models: w.models,
     ...(w.dpRank === undefined ? {} : { dp_rank: w.dpRank }),
     ...(w.bootstrapPort === undefined ? {} : { bootstrap_port: w.bootstrapPort }),
+    ...(w.source === undefined ? {} : sourceView(w.source)),
     healthy: w.healthy,
     draining: w.draining,
+    ...(w.suspended ? { suspended: true } : {}),
     circuit: w.circuit,
     load: w.load,
     processed: w.processed,

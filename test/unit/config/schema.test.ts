@@ -116,7 +116,13 @@ describe('defaults', () => {
         validationTimeoutSecs: 5,
       },
       admin: {},
-      discovery: { selector: [], port: 8000, prefillSelector: [], decodeSelector: [] },
+      discovery: {
+        selector: [],
+        port: 8000,
+        prefillSelector: [],
+        decodeSelector: [],
+        bootstrapPortAnnotation: 'vllm.ai/bootstrap-port',
+      },
       metrics: { host: '127.0.0.1', port: 29000 },
       log: { level: 'info', json: false },
     });
