@@ -51,6 +51,15 @@ export interface RouterHost {
    * ZMQ address each registered worker gave, by its HTTP URL.
    */
   p2pRegistry?: { zmqAddress(url: string): string | undefined };
+  /** The host runs Kubernetes service discovery (--service-discovery; Node) next to this router. */
+  kubernetesDiscovery?: boolean;
+}
+
+function runtimeFeatures(host: RouterHost) {
+  return {
+    p2pRegistration: host.p2pRegistry !== undefined,
+    kubernetesDiscovery: host.kubernetesDiscovery === true,
+  };
 }
 
 export interface Router<F extends FleetApi = Fleet> {
@@ -86,7 +95,7 @@ export interface Router<F extends FleetApi = Fleet> {
 
 /** A router around the in-memory fleet the config describes (Node, Deno, the Durable Object). */
 export function createRouter(config: RouterConfig, host: RouterHost): Router<Fleet> {
-  assertSupported(config, { p2pRegistration: host.p2pRegistry !== undefined });
+  assertSupported(config, runtimeFeatures(host));
   const clock = host.clock ?? systemClock;
   const metrics = host.metrics ?? new MetricsRegistry();
   const logger = createLogger({ ...config.log, sink: host.logSink, now: () => clock.now() });
@@ -137,7 +146,7 @@ export function createRouterOn<F extends FleetApi>(
   host: RouterHost,
   fleet: F,
 ): Router<F> {
-  assertSupported(config, { p2pRegistration: host.p2pRegistry !== undefined });
+  assertSupported(config, runtimeFeatures(host));
   const clock = host.clock ?? systemClock;
   const logger = createLogger({ ...config.log, sink: host.logSink, now: () => clock.now() });
   return assemble(config, { ...host, clock, metrics: host.metrics ?? new MetricsRegistry() }, fleet, logger);

@@ -18,8 +18,9 @@ void runCli({
   stdout: (line) => void process.stdout.write(`${line}\n`),
   stderr: (line) => void process.stderr.write(`${line}\n`),
   version: pkg.version,
-  // --vllm-discovery-address: P2P-NCCL workers register over ZMQ (src/adapters/p2p/registry.ts).
-  features: { p2pRegistration: true },
+  // --vllm-discovery-address: P2P-NCCL workers register over ZMQ (src/adapters/p2p/registry.ts);
+  // --service-discovery: pods found through the Kubernetes API (k8s-discovery.ts).
+  features: { p2pRegistration: true, kubernetesDiscovery: true },
   serve: serveNode,
   startDemo: startDemoEngines,
   clock: systemClock,

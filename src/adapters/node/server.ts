@@ -11,7 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Context, Hono } from 'hono';
 import type { RouterConfig } from '../../core/config/schema.ts';
 import { errorResponse, RouterError } from '../../core/contracts/errors.ts';
-import type { Clock, Random } from '../../core/contracts/runtime.ts';
+import { type Clock, type Random, systemClock } from '../../core/contracts/runtime.ts';
 import type { Upstream } from '../../core/contracts/upstream.ts';
 import type { Fleet } from '../../core/fleet/fleet.ts';
 import { metricsResponse } from '../../core/http/routes.ts';
@@ -19,6 +19,11 @@ import type { Logger, LogSink } from '../../core/observability/logger.ts';
 import type { MetricsRegistry } from '../../core/observability/metrics.ts';
 import { createRouter, type Router } from '../../core/router.ts';
 import { type P2pRegistryOptions, p2pRegistryFor } from '../p2p/registry.ts';
+import {
+  type KubernetesDiscovery,
+  type KubernetesDiscoveryOptions,
+  kubernetesDiscoveryFor,
+} from './k8s-discovery.ts';
 import {
   applyKeepAlive,
   closeGracefully,
@@ -48,6 +53,8 @@ export interface NodeRouterOptions {
   healthLoop?: boolean;
   /** P2P-NCCL registration timings (--vllm-discovery-address; tests shorten the 5 s expiry). */
   p2p?: Pick<P2pRegistryOptions, 'expiryMs' | 'sweepMs'>;
+  /** Kubernetes discovery (--service-discovery): pod sources and backoff (tests). */
+  k8s?: KubernetesDiscoveryOptions;
 }
 
 export interface NodeRouter {
@@ -58,6 +65,8 @@ export interface NodeRouter {
   healthUrl?: string;
   /** The P2P-NCCL registration socket's address (`HOST:PORT`), with --vllm-discovery-address. */
   p2pAddress?: string;
+  /** Kubernetes discovery (--service-discovery): `synced()` resolves once its pods were listed. */
+  discovery?: KubernetesDiscovery;
   app: Hono;
   fleet: Fleet;
   logger: Logger;
@@ -204,6 +213,7 @@ export async function startNodeRouter(
   config: RouterConfig,
   options: NodeRouterOptions = {},
 ): Promise<NodeRouter> {
+  const discovery = await kubernetesDiscoveryFor(config, options.clock ?? systemClock, options.k8s);
   const ownedUpstream = options.upstream ? undefined : createUndiciUpstream();
   let upstreamClosed: Promise<void> | undefined;
   const closeUpstream = () => (upstreamClosed ??= ownedUpstream?.close() ?? Promise.resolve());
@@ -215,6 +225,7 @@ export async function startNodeRouter(
     ...(options.random ? { random: options.random } : {}),
     peerAddress: nodePeerAddress,
     ...(p2p ? { p2pRegistry: p2p } : {}),
+    ...(discovery ? { kubernetesDiscovery: true } : {}),
   });
   const { app, fleet, logger, metrics } = router;
   let listeners: Listeners;
@@ -227,6 +238,7 @@ export async function startNodeRouter(
     await closeUpstream();
     throw err;
   }
+  discovery?.start(router);
   const others = [listeners.metrics?.server, listeners.health?.server].filter((s) => s !== undefined);
   const stopping = new AbortController();
   const ready = runStartup(router, options, stopping.signal);
@@ -235,9 +247,12 @@ export async function startNodeRouter(
   let closing: Promise<void> | undefined;
   const stopAccepting = () => {
     stopping.abort();
-    closing ??= Promise.all([closeGracefully(listeners.server), ...others.map(closeNow), p2p?.close()]).then(
-      () => {},
-    );
+    closing ??= Promise.all([
+      closeGracefully(listeners.server),
+      ...others.map(closeNow),
+      p2p?.close(),
+      discovery?.stop(),
+    ]).then(() => {});
     return closing;
   };
   let cutting: Promise<void> | undefined;
@@ -262,6 +277,7 @@ export async function startNodeRouter(
     ...(listeners.metrics ? { metricsUrl: listeners.metrics.url } : {}),
     ...(listeners.health ? { healthUrl: listeners.health.url } : {}),
     ...(p2p?.address ? { p2pAddress: p2p.address } : {}),
+    ...(discovery ? { discovery } : {}),
     app,
     fleet,
     logger,

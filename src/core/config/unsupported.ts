@@ -11,6 +11,8 @@ import type { RouterConfig } from './schema.ts';
 export interface RuntimeFeatures {
   /** P2P-NCCL workers registering over ZMQ (a ZMQ socket: the Node and Deno adapters). */
   p2pRegistration?: boolean;
+  /** Kubernetes service discovery (--service-discovery; the Node adapter). */
+  kubernetesDiscovery?: boolean;
 }
 
 export function unsupportedFeatures(
@@ -24,8 +26,11 @@ export function unsupportedFeatures(
       what: 'P2P-NCCL worker registration over ZMQ (available with the Node and Deno runtimes)',
     });
   }
-  if (config.discovery.mode === 'k8s') {
-    out.push({ flag: '--service-discovery', what: 'Kubernetes service discovery' });
+  if (config.discovery.mode === 'k8s' && runtime.kubernetesDiscovery !== true) {
+    out.push({
+      flag: '--service-discovery',
+      what: 'Kubernetes service discovery (available with the Node runtime)',
+    });
   }
   return out;
 }
