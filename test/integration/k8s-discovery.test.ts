@@ -5,10 +5,8 @@
  * (test/support/fake-k8s.ts) and one simulated engine behind each pod IP (127.0.0.2, 127.0.0.3, ...
  * on one port). Asserted: where requests go (the engines' logs) and what GET /workers shows.
  */
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { startNodeRouter } from '../../src/adapters/node/server.ts';
-import { resolveConfig } from '../../src/core/config/load.ts';
 import {
   type FakeK8s,
   type PodSpec,
@@ -17,35 +15,11 @@ import {
   startPodEngines,
   until,
 } from '../support/fake-k8s.ts';
+import { type K8sRouter, serving, startK8sRouter } from '../support/k8s-stack.ts';
 import { sleepGate } from '../support/pd-stack.ts';
 
-interface WorkerView {
-  url: string;
-  pod?: string;
-  pod_uid?: string;
-  namespace?: string;
-  discovered_by?: string;
-  healthy: boolean;
-  draining: boolean;
-  suspended?: boolean;
-}
-/** Takes new requests. */
-const serving = (w: WorkerView | undefined) => !!w?.healthy && !w.draining && !w.suspended;
-
-/** A router from a real command line (listeners moved to 127.0.0.1 port 0). */
-async function startRouter(argv: string[]) {
-  const c = resolveConfig({ argv, env: {}, readTextFile: () => '' }).config;
-  const router = await startNodeRouter(
-    { ...c, server: { ...c.server, host: '127.0.0.1', port: 0 } },
-    { logSink: () => {}, healthLoop: false, metricsListener: false },
-  );
-  const workers = async () =>
-    ((await (await fetch(`${router.url}/workers`)).json()) as { workers: WorkerView[] }).workers;
-  const byPod = async (pod: string) => (await workers()).find((w) => w.pod === pod);
-  const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
-  return { router, workers, byPod, client, stop: () => router.close(0) };
-}
-type Router = Awaited<ReturnType<typeof startRouter>>;
+const startRouter = startK8sRouter;
+type Router = K8sRouter;
 
 const LABELS = { app: 'vllm-worker', role: 'inference' };
 /** Per engine: while closed, its answers hold every token after the first. */

@@ -1,41 +1,10 @@
-/**
- * Prefill/decode workers found through Kubernetes, over loopback: `--vllm-pd-disaggregation
- * --kv-connector mooncake --service-discovery --selector app=vllm --prefill-selector role=prefill
- * --decode-selector role=decode ...`, a fake API server, and simulated Mooncake engines behind the
- * pod IPs. Each pod's role comes from the selector that matched it, a prefill pod's bootstrap port
- * from its `vllm.ai/bootstrap-port` (or `sglang.ai/bootstrap-port`) annotation.
- */
-import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startNodeRouter } from '../../src/adapters/node/server.ts';
-import { resolveConfig } from '../../src/core/config/load.ts';
 import { type FakeK8s, parseSelector, startFakeK8s, startPodEngines, until } from '../support/fake-k8s.ts';
+import { type K8sRouter, serving, startK8sRouter } from '../support/k8s-stack.ts';
 import { chat, chatMessages, legPair, type PdEngines } from '../support/pd-stack.ts';
 
-interface WorkerView {
-  url: string;
-  role: string;
-  pod?: string;
-  bootstrap_port?: number | null;
-  healthy: boolean;
-  draining: boolean;
-  suspended?: boolean;
-}
-const serving = (w: WorkerView | undefined) => !!w?.healthy && !w.draining && !w.suspended;
-
-async function startRouter(argv: string[]) {
-  const c = resolveConfig({ argv, env: {}, readTextFile: () => '' }).config;
-  const router = await startNodeRouter(
-    { ...c, server: { ...c.server, host: '127.0.0.1', port: 0 } },
-    { logSink: () => {}, healthLoop: false, metricsListener: false },
-  );
-  const get = (path: string) => fetch(`${router.url}${path}`);
-  const workers = async () => ((await (await get('/workers')).json()) as { workers: WorkerView[] }).workers;
-  const byPod = async (pod: string) => (await workers()).find((w) => w.pod === pod);
-  const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
-  return { router, get, workers, byPod, client, stop: () => router.close(0) };
-}
-type Router = Awaited<ReturnType<typeof startRouter>>;
+const startRouter = startK8sRouter;
+type Router = K8sRouter;
 
 // Pods 0 and 1 are prefill engines (0 with a separate bootstrap listener, as Mooncake's 8998), 2 and 3 decode.
 let pods: Awaited<ReturnType<typeof startPodEngines>>;

@@ -6,43 +6,13 @@
  * bookmarks keeping the resume point fresh; the API server down at start; a wrong token.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type NodeRouterOptions, startNodeRouter } from '../../src/adapters/node/server.ts';
-import { resolveConfig } from '../../src/core/config/load.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 import { type FakeK8s, type PodSpec, startFakeK8s, startPodEngines, until } from '../support/fake-k8s.ts';
-import { type LogLine, sample } from '../support/pd-stack.ts';
+import { type K8sRouter, serving, startK8sRouter } from '../support/k8s-stack.ts';
+import { sample } from '../support/pd-stack.ts';
 
-interface WorkerView {
-  pod?: string;
-  healthy: boolean;
-  draining: boolean;
-  suspended?: boolean;
-}
-const serving = (w: WorkerView | undefined) => !!w?.healthy && !w.draining && !w.suspended;
-
-/** A router from a real command line (listeners moved to 127.0.0.1 port 0); JSON logs at info. */
-async function startRouter(argv: string[], options: NodeRouterOptions = {}) {
-  const c = resolveConfig({ argv, env: {}, readTextFile: () => '' }).config;
-  const logs: LogLine[] = [];
-  const router = await startNodeRouter(
-    {
-      ...c,
-      server: { ...c.server, host: '127.0.0.1', port: 0 },
-      log: { ...c.log, level: 'info', json: true },
-    },
-    {
-      logSink: (l) => void logs.push(JSON.parse(l) as LogLine),
-      healthLoop: false,
-      metricsListener: false,
-      ...options,
-    },
-  );
-  const get = (path: string) => fetch(`${router.url}${path}`);
-  const workers = async () => ((await (await get('/workers')).json()) as { workers: WorkerView[] }).workers;
-  const byPod = async (pod: string) => (await workers()).find((w) => w.pod === pod);
-  return { router, logs, get, workers, byPod, stop: () => router.close(0) };
-}
-type Router = Awaited<ReturnType<typeof startRouter>>;
+const startRouter = startK8sRouter;
+type Router = K8sRouter;
 
 const LABELS = { app: 'vllm-worker', role: 'inference' };
 let pods: Awaited<ReturnType<typeof startPodEngines>>;
