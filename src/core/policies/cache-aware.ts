@@ -6,7 +6,8 @@
  *   2. Spill gate: if that worker's in-flight load exceeds both mean × --balance-rel-threshold and
  *      mean + --balance-abs-threshold (mean over the eligible workers), take the least-loaded
  *      worker instead (a load-balancing event).
- *   3. Insert the text for the worker finally chosen, so hot prefixes replicate where they spill.
+ *   3. Insert the text for the worker finally chosen, so hot prefixes replicate where they spill
+ *      (along the match's own walk: the text is compared with the tree once per request).
  * The tree holds at most --max-tree-bytes of estimated memory (tree-memory.ts: node objects, maps,
  * timestamps and labels, not just characters) and at most --max-tree-size characters (vLLM
  * Router's bound). On overflow of either, least-recently-used leaves are evicted until the tree is
@@ -21,7 +22,7 @@
 import type { RouteInput } from '../contracts/fleet-api.ts';
 import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
 import { addGaugeSource, cacheCounters } from './policy-metrics.ts';
-import { RadixTree } from './radix-tree.ts';
+import { type PrefixMatch, RadixTree } from './radix-tree.ts';
 import { TieBreaker } from './tie-break.ts';
 
 /** The periodic eviction brings the tree down to this fraction of --max-tree-bytes and --max-tree-size. */
@@ -83,19 +84,22 @@ export function createCacheAware(ctx: PolicyContext): Policy {
       if (!full) return ties.pick(candidates);
       const text = full.length > maxTextChars ? full.slice(0, maxTextChars) : full;
 
-      let chosen: PolicyWorker;
+      // One walk of the tree: the match decides the worker, then the text is recorded for it.
       const byId = new Map<string, PolicyWorker>();
       for (const w of candidates) byId.set(w.id, w);
-      const match = tree.match(text, (id) => byId.has(id));
-      if (match.matched / text.length > cacheThreshold) {
-        counters.hits.inc();
-        chosen = ties.pick(match.tenants.map((id) => byId.get(id) as PolicyWorker));
-      } else {
-        counters.misses.inc();
-        chosen = ties.pick(candidates);
-      }
-      chosen = spill(candidates, chosen);
-      tree.insert(text, chosen.id, now);
+      let chosen = candidates[0] as PolicyWorker;
+      const choose = (match: PrefixMatch): string => {
+        if (match.matched / text.length > cacheThreshold) {
+          counters.hits.inc();
+          chosen = ties.pick(match.tenants.map((id) => byId.get(id) as PolicyWorker));
+        } else {
+          counters.misses.inc();
+          chosen = ties.pick(candidates);
+        }
+        chosen = spill(candidates, chosen);
+        return chosen.id;
+      };
+      tree.matchAndInsert(text, (id) => byId.has(id), choose, now);
       tree.evict(maxTreeSize, maxTreeBytes);
       return chosen;
     },

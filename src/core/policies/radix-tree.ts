@@ -14,43 +14,19 @@
  * targets (a parent whose last child went becomes a leaf, already in its place): O(1) per node
  * evicted, O(depth) per insert, no scan of the tree.
  */
-import { commonLength, ownCopy } from './tree-labels.ts';
-import { CHILD_MAP_BYTES, labelBytes, NODE_BYTES, TENANT_BYTES } from './tree-memory.ts';
+import { ownCopy } from './tree-labels.ts';
+import { CHILD_MAP_BYTES, labelBytes, TENANT_BYTES } from './tree-memory.ts';
+import {
+  best,
+  type Node,
+  nodeBytes,
+  type PrefixMatch,
+  type TreeStats,
+  type Walk,
+  walkDown,
+} from './tree-node.ts';
 
-interface Node {
-  label: string;
-  parent: Node | null;
-  /** First code unit of the child's label → child. */
-  children: Map<number, Node> | null;
-  /** Tenant → last time it was sent a prompt through this node. */
-  tenants: Map<string, number>;
-  /** Neighbours in the recency list (null at its ends, and for the root, which is not in it). */
-  older: Node | null;
-  newer: Node | null;
-}
-
-export interface PrefixMatch {
-  /** Characters of the text matched by the longest prefix an accepted tenant holds. */
-  matched: number;
-  /** The accepted tenants holding that prefix (empty when matched is 0). */
-  tenants: string[];
-}
-
-/** What the tree holds, counted structure by structure (tests and the memory benchmark). */
-export interface TreeStats {
-  nodes: number;
-  /** Nodes in the recency list (always `nodes`). */
-  listed: number;
-  innerNodes: number;
-  tenantEntries: number;
-  chars: number;
-  bytes: number;
-}
-
-/** The memory of a node without its tenants and children map. */
-function nodeBytes(n: Node): number {
-  return NODE_BYTES + labelBytes(n.label);
-}
+export type { PrefixMatch, TreeStats } from './tree-node.ts';
 
 export class RadixTree {
   private root: Node = RadixTree.emptyRoot();
@@ -81,54 +57,59 @@ export class RadixTree {
 
   /** The longest prefix of `text` held by a tenant that `accept` takes. */
   match(text: string, accept: (tenant: string) => boolean): PrefixMatch {
-    const path: Node[] = [];
-    const ends: number[] = [];
-    let node = this.root;
-    let pos = 0;
-    while (pos < text.length) {
-      const child = node.children?.get(text.charCodeAt(pos));
-      if (!child) break;
-      const common = commonLength(child.label, text, pos);
-      pos += common;
-      path.push(child);
-      ends.push(pos);
-      if (common < child.label.length) break;
-      node = child;
-    }
-    // Tenants of a node also hold every ancestor, so the deepest node with an accepted tenant wins.
-    for (let i = path.length - 1; i >= 0; i--) {
-      const tenants: string[] = [];
-      for (const t of (path[i] as Node).tenants.keys()) if (accept(t)) tenants.push(t);
-      if (tenants.length > 0) return { matched: ends[i] as number, tenants };
-    }
-    return { matched: 0, tenants: [] };
+    return best(walkDown(this.root, text), accept);
   }
 
   /** Records that `tenant` was sent `text` at time `now`. */
   insert(text: string, tenant: string, now: number): void {
-    const path: Node[] = [];
+    this.record(text, walkDown(this.root, text), tenant, now);
+  }
+
+  /**
+   * `match`, then records `text` for the tenant `choose` picks given that match: what `match`
+   * followed by `insert` does, with one walk (one compare of the text with the labels) instead of two.
+   */
+  matchAndInsert(
+    text: string,
+    accept: (tenant: string) => boolean,
+    choose: (match: PrefixMatch) => string,
+    now: number,
+  ): void {
+    const walk = walkDown(this.root, text);
+    this.record(text, walk, choose(best(walk, accept)), now);
+  }
+
+  /** Adds `text` for `tenant` along its walk: a node matched in part is split, the rest is a new leaf. */
+  private record(text: string, walk: Walk, tenant: string, now: number): void {
+    const { path, ends } = walk;
     let node = this.root;
     let pos = 0;
-    while (pos < text.length) {
-      const children = this.childrenOf(node);
-      const first = text.charCodeAt(pos);
-      let child = children.get(first);
-      if (!child) {
-        const label = ownCopy(text.slice(pos));
-        child = { label, parent: node, children: null, tenants: new Map(), older: null, newer: null };
-        children.set(first, child);
-        this.chars += label.length;
-        this.estimate += nodeBytes(child);
-        this.touch(child, tenant, now);
-        path.push(child);
-        break;
+    for (let i = 0; i < path.length; i++) {
+      let n = path[i] as Node;
+      const end = ends[i] as number;
+      if (end - pos < n.label.length) {
+        n = this.split(n, end - pos);
+        path[i] = n;
       }
-      const common = commonLength(child.label, text, pos);
-      if (common < child.label.length) child = this.split(child, common);
-      this.touch(child, tenant, now);
-      path.push(child);
-      pos += child.label.length;
-      node = child;
+      this.touch(n, tenant, now);
+      node = n;
+      pos = end;
+    }
+    if (pos < text.length) {
+      const label = ownCopy(text.slice(pos));
+      const leaf: Node = {
+        label,
+        parent: node,
+        children: null,
+        tenants: new Map(),
+        older: null,
+        newer: null,
+      };
+      this.childrenOf(node).set(label.charCodeAt(0), leaf);
+      this.chars += label.length;
+      this.estimate += nodeBytes(leaf);
+      this.touch(leaf, tenant, now);
+      path.push(leaf);
     }
     // Deepest first: each node ends up newer than every node below it.
     for (let i = path.length - 1; i >= 0; i--) this.makeNewest(path[i] as Node);

@@ -12,7 +12,7 @@ export function ownCopy(s: string): string {
 /**
  * Length of the common prefix of `label` and `text` from `pos`. Slices are views and `===` on
  * flat strings is a memory compare, tens of times faster than a character loop (or `startsWith`)
- * on long prompts; a divergence inside a label is found by bisection.
+ * on long prompts; a divergence inside a label is found by bisection, in time linear in the label.
  */
 export function commonLength(label: string, text: string, pos: number): number {
   const max = Math.min(label.length, text.length - pos);
@@ -24,8 +24,10 @@ export function commonLength(label: string, text: string, pos: number): number {
       while (lo < hi && label.charCodeAt(lo) === text.charCodeAt(pos + lo)) lo++;
       return lo;
     }
+    // label[0, lo) is known to match: only [lo, mid) is compared, so the bisection reads each
+    // character about twice in all, not log2(length) times.
     const mid = (lo + hi + 1) >>> 1;
-    if (text.slice(pos, pos + mid) === label.slice(0, mid)) lo = mid;
+    if (text.slice(pos + lo, pos + mid) === label.slice(lo, mid)) lo = mid;
     else hi = mid - 1;
   }
   return lo;

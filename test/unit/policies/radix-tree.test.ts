@@ -109,4 +109,41 @@ describe('RadixTree', () => {
     expect(t.tenantSizes().has('a')).toBe(false);
     expect(t.match('shared-a', all)).toEqual({ matched: 7, tenants: ['b'] });
   });
+
+  it('matchAndInsert decides on the match and leaves the tree as match then insert would', () => {
+    let seed = 99;
+    const rand = () => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed / 4294967296;
+    };
+    const word = () =>
+      Array.from({ length: 1 + Math.floor(rand() * 6) }, () => 'abc'[Math.floor(rand() * 3)]);
+    const twoWalks = new RadixTree();
+    const oneWalk = new RadixTree();
+    const accept = (t: string) => t !== 'w3';
+    for (let i = 0; i < 400; i++) {
+      const text = Array.from({ length: 1 + Math.floor(rand() * 5) }, () => word().join('')).join(' ');
+      const tenant = `w${Math.floor(rand() * 4)}`;
+      const expected = twoWalks.match(text, accept);
+      twoWalks.insert(text, tenant, i);
+      let seen: unknown;
+      oneWalk.matchAndInsert(
+        text,
+        accept,
+        (m) => {
+          seen = m;
+          return tenant;
+        },
+        i,
+      );
+      expect(seen).toEqual(expected);
+      if (i % 50 === 49) {
+        twoWalks.evict(twoWalks.size * 0.8);
+        oneWalk.evict(oneWalk.size * 0.8);
+      }
+      expect(oneWalk.stats()).toEqual(twoWalks.stats());
+    }
+    expect(oneWalk.bytes).toBe(twoWalks.bytes);
+    expect([...oneWalk.tenantSizes()].sort()).toEqual([...twoWalks.tenantSizes()].sort());
+  });
 });

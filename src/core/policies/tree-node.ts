@@ -1,0 +1,73 @@
+/** The prefix tree's nodes, and the read-only walk of a text down them (radix-tree.ts). */
+import { commonLength } from './tree-labels.ts';
+import { labelBytes, NODE_BYTES } from './tree-memory.ts';
+
+export interface Node {
+  label: string;
+  parent: Node | null;
+  /** First code unit of the child's label → child. */
+  children: Map<number, Node> | null;
+  /** Tenant → last time it was sent a prompt through this node. */
+  tenants: Map<string, number>;
+  /** Neighbours in the recency list (null at its ends, and for the root, which is not in it). */
+  older: Node | null;
+  newer: Node | null;
+}
+
+export interface PrefixMatch {
+  /** Characters of the text matched by the longest prefix an accepted tenant holds. */
+  matched: number;
+  /** The accepted tenants holding that prefix (empty when matched is 0). */
+  tenants: string[];
+}
+
+/** What the tree holds, counted structure by structure (tests and the memory benchmark). */
+export interface TreeStats {
+  nodes: number;
+  /** Nodes in the recency list (always `nodes`). */
+  listed: number;
+  innerNodes: number;
+  tenantEntries: number;
+  chars: number;
+  bytes: number;
+}
+
+/** The nodes a text runs through from the root, and where the text stands after each. */
+export interface Walk {
+  path: Node[];
+  ends: number[];
+}
+
+/** Tenants of a node also hold every ancestor, so the deepest node with an accepted tenant wins. */
+export function best({ path, ends }: Walk, accept: (tenant: string) => boolean): PrefixMatch {
+  for (let i = path.length - 1; i >= 0; i--) {
+    const tenants: string[] = [];
+    for (const t of (path[i] as Node).tenants.keys()) if (accept(t)) tenants.push(t);
+    if (tenants.length > 0) return { matched: ends[i] as number, tenants };
+  }
+  return { matched: 0, tenants: [] };
+}
+
+/** The memory of a node without its tenants and children map. */
+export function nodeBytes(n: Node): number {
+  return NODE_BYTES + labelBytes(n.label);
+}
+
+/** The nodes `text` runs through from `root`; the last one may match only in part. */
+export function walkDown(root: Node, text: string): Walk {
+  const path: Node[] = [];
+  const ends: number[] = [];
+  let node = root;
+  let pos = 0;
+  while (pos < text.length) {
+    const child = node.children?.get(text.charCodeAt(pos));
+    if (!child) break;
+    const common = commonLength(child.label, text, pos);
+    pos += common;
+    path.push(child);
+    ends.push(pos);
+    if (common < child.label.length) break;
+    node = child;
+  }
+  return { path, ends };
+}

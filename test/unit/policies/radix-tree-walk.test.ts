@@ -1,0 +1,45 @@
+/** matchAndInsert compares the text with the labels once, not once to match and again to insert. */
+import { describe, expect, it, vi } from 'vitest';
+
+const labels = vi.hoisted(() => ({ compares: 0 }));
+vi.mock('../../../src/core/policies/tree-labels.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../../src/core/policies/tree-labels.ts')>();
+  return {
+    ...real,
+    commonLength: (label: string, text: string, pos: number) => {
+      labels.compares++;
+      return real.commonLength(label, text, pos);
+    },
+  };
+});
+
+const { RadixTree } = await import('../../../src/core/policies/radix-tree.ts');
+
+describe('RadixTree.matchAndInsert', () => {
+  it('walks the text down the tree once', () => {
+    const t = new RadixTree();
+    const system = `system: ${'be brief. '.repeat(50)}\n`;
+    t.insert(`${system}user: first question\n`, 'a', 1);
+    t.insert(`${system}user: second question\n`, 'b', 2);
+    const text = `${system}user: second question\nassistant: an answer\nuser: third\n`;
+    labels.compares = 0;
+    t.match(text, () => true);
+    const perWalk = labels.compares;
+    expect(perWalk).toBeGreaterThanOrEqual(2); // the shared prefix node, then the second question's
+
+    labels.compares = 0;
+    let matched = 0;
+    t.matchAndInsert(
+      text,
+      () => true,
+      (m) => {
+        matched = m.matched;
+        return 'b';
+      },
+      3,
+    );
+    expect(labels.compares).toBe(perWalk);
+    expect(matched).toBe(`${system}user: second question\n`.length);
+    expect(t.match(text, (x) => x === 'b').matched).toBe(text.length);
+  });
+});
