@@ -116,9 +116,7 @@ export class AttemptRun {
     readonly leg: Leg,
   ) {
     this.buffered = !(leg.body instanceof ReadableStream);
-    const stop = ex.signal;
-    if (stop.aborted) this.ctl.abort(stop.reason);
-    else stop.addEventListener('abort', () => this.ctl.abort(stop.reason), { once: true });
+    ex.onStop((reason) => this.ctl.abort(reason));
   }
 
   /** The current attempt's abort signal. */
@@ -134,7 +132,8 @@ export class AttemptRun {
     if (this.ctl.signal.aborted) return;
     this.ctl.abort(ABANDONED);
     this.ctl = new AbortController();
-    if (this.ex.signal.aborted) this.ctl.abort(this.ex.signal.reason);
+    const reason = this.ex.stopReason;
+    if (reason !== undefined) this.ctl.abort(reason);
   }
 
   /** Stops the leg where it is (its attempt aborted, the leg withdrawn), e.g. its prefill failed. */

@@ -15,8 +15,15 @@ export const SHUTDOWN = 'router shutting down';
 
 export class Exchange {
   readonly started: number;
-  /** Aborts the request (client gone, deadline, shutdown); each leg's attempts follow it (AttemptRun). */
-  private readonly ctl = new AbortController();
+  /**
+   * Why the request stopped (client gone, deadline, shutdown), once it did. Each leg's attempts
+   * follow it through `onStop` (AttemptRun); an AbortSignal is made only for code that asks for
+   * `signal` (a streamed answer's relay, a backoff), since one costs more than the rest of the
+   * exchange's bookkeeping.
+   */
+  private reason: string | undefined;
+  private ctl: AbortController | undefined;
+  private readonly stopHooks: ((reason: string) => void)[] = [];
   /** Attempts that reached an engine (free stale-connection resends not counted): x-router-attempts. */
   attempts = 0;
   /** The worker that answers (or the latest one tried). */
@@ -35,39 +42,62 @@ export class Exchange {
   ) {
     this.started = ctx.deps.clock.monotonic();
     const { clientSignal } = call;
-    if (clientSignal.aborted) this.ctl.abort(CLIENT_GONE);
+    if (clientSignal.aborted) this.stop(CLIENT_GONE);
     else clientSignal.addEventListener('abort', this.onClientAbort);
-    this.timer = ctx.deps.clock.setTimeout(() => this.ctl.abort(TIMED_OUT), ctx.timeoutMs);
+    this.timer = ctx.deps.clock.setTimeout(() => this.stop(TIMED_OUT), ctx.timeoutMs);
     ctx.deps.inFlight?.add(this);
   }
 
-  private readonly onClientAbort = () => this.ctl.abort(CLIENT_GONE);
+  private readonly onClientAbort = () => this.stop(CLIENT_GONE);
+
+  private stop(reason: string): void {
+    if (this.reason !== undefined) return;
+    this.reason = reason;
+    for (const hook of this.stopHooks) hook(reason);
+    this.ctl?.abort(reason);
+  }
+
+  /** Calls `hook` once when the request stops (at once if it already has). */
+  onStop(hook: (reason: string) => void): void {
+    if (this.reason !== undefined) hook(this.reason);
+    else this.stopHooks.push(hook);
+  }
 
   /** The router is shutting down (InFlight.stop): the request is cut. */
   cutForShutdown(): void {
-    this.ctl.abort(SHUTDOWN);
+    this.stop(SHUTDOWN);
   }
 
+  /** Aborted when the request stops. */
   get signal(): AbortSignal {
+    if (this.ctl === undefined) {
+      this.ctl = new AbortController();
+      if (this.reason !== undefined) this.ctl.abort(this.reason);
+    }
     return this.ctl.signal;
   }
 
+  /** Why the request stopped, or undefined while it runs. */
+  get stopReason(): string | undefined {
+    return this.reason;
+  }
+
   get clientGone(): boolean {
-    return this.ctl.signal.reason === CLIENT_GONE;
+    return this.reason === CLIENT_GONE;
   }
 
   get timedOut(): boolean {
-    return this.ctl.signal.reason === TIMED_OUT;
+    return this.reason === TIMED_OUT;
   }
 
   /** The router shut down while this request was still running. */
   get shutDown(): boolean {
-    return this.ctl.signal.reason === SHUTDOWN;
+    return this.reason === SHUTDOWN;
   }
 
   /** The request stops here: the client left, the deadline passed or the router shut down. */
   get stopped(): boolean {
-    return this.clientGone || this.timedOut || this.shutDown;
+    return this.reason !== undefined;
   }
 
   elapsedMs(): number {
@@ -81,7 +111,7 @@ export class Exchange {
   /** Waits `ms` on the injected clock; false if the client left or the deadline passed meanwhile. */
   sleep(ms: number): Promise<boolean> {
     const { clock } = this.ctx.deps;
-    const signal = this.ctl.signal;
+    const signal = this.signal;
     if (signal.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
       const onAbort = () => {

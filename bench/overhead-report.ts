@@ -1,0 +1,105 @@
+/** The tables of `npm run bench`: median (min–max) over repeats; ratios taken within each repeat. */
+import type { Throughput } from './overhead-load.ts';
+import { spread } from './pd-support.ts';
+
+export interface Run {
+  target: string;
+  nonstream: Throughput;
+  cpuUsPerRequest: number;
+  ttftC1: number;
+  ttftC32: number;
+  errors: number;
+}
+
+const LABELS: Record<string, string> = {
+  floor: 'floor (minimal undici proxy)',
+  cache_aware: 'router, cache_aware (default)',
+  round_robin: 'router, round_robin',
+  nginx: 'nginx (1 worker)',
+};
+
+export function printTable(runs: Run[][], targets: string[]): void {
+  const of = (target: string, pick: (run: Run, floor: Run | undefined) => number) =>
+    runs.flatMap((round) => {
+      const run = round.find((r) => r.target === target);
+      const floor = round.find((r) => r.target === 'floor');
+      return run ? [pick(run, floor)] : [];
+    });
+  const hasFloor = targets.includes('floor');
+  const ratio = (a: number, b: number | undefined) => (b === undefined ? Number.NaN : a / b);
+  console.log('\nNon-streaming, c32, zero-latency engines (median (min–max) of repeats):\n');
+  console.log(
+    '| target | req/s | p50 ms | p99 ms | CPU µs/request | req/s ÷ floor | p99 ÷ floor | CPU ÷ floor | errors |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const t of targets) {
+    const cells = [
+      spread(
+        of(t, (r) => r.nonstream.rps),
+        0,
+      ),
+      spread(
+        of(t, (r) => r.nonstream.p50Ms),
+        2,
+      ),
+      spread(
+        of(t, (r) => r.nonstream.p99Ms),
+        2,
+      ),
+      spread(
+        of(t, (r) => r.cpuUsPerRequest),
+        0,
+      ),
+      hasFloor
+        ? spread(
+            of(t, (r, f) => ratio(r.nonstream.rps, f?.nonstream.rps)),
+            2,
+          )
+        : '–',
+      hasFloor
+        ? spread(
+            of(t, (r, f) => ratio(r.nonstream.p99Ms, f?.nonstream.p99Ms)),
+            2,
+          )
+        : '–',
+      hasFloor
+        ? spread(
+            of(t, (r, f) => ratio(r.cpuUsPerRequest, f?.cpuUsPerRequest)),
+            2,
+          )
+        : '–',
+      String(of(t, (r) => r.errors).reduce((a, b) => a + b, 0)),
+    ];
+    console.log(`| ${LABELS[t] ?? t} | ${cells.join(' | ')} |`);
+  }
+  console.log(
+    '\nStreaming, time to the first body chunk (engines: 5 ms to the first token, 2 ms per token):\n',
+  );
+  console.log('| target | TTFT c1 p50 ms | added vs floor | TTFT c32 p50 ms | added vs floor |');
+  console.log('|---|---:|---:|---:|---:|');
+  for (const t of targets) {
+    const cells = [
+      spread(
+        of(t, (r) => r.ttftC1),
+        2,
+      ),
+      hasFloor
+        ? spread(
+            of(t, (r, f) => r.ttftC1 - (f?.ttftC1 ?? Number.NaN)),
+            2,
+          )
+        : '–',
+      spread(
+        of(t, (r) => r.ttftC32),
+        2,
+      ),
+      hasFloor
+        ? spread(
+            of(t, (r, f) => r.ttftC32 - (f?.ttftC32 ?? Number.NaN)),
+            2,
+          )
+        : '–',
+    ];
+    console.log(`| ${LABELS[t] ?? t} | ${cells.join(' | ')} |`);
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * Proxy overhead: the router against our own minimal undici proxy (bench/floor-proxy.ts) and nginx
+ * (when installed), in front of the same two simulated engines, measured one after another.
+ *   npm run bench      # REPEATS=3 DURATION=5 CPU_REQUESTS=4000 STREAM_SECONDS=2 SKIP_BUILD=1
+ *                      # TARGETS=floor,cache_aware,round_robin,nginx KEEP_LOGS=1 (servers' output)
+ * The proxy under test has CPU 0 to itself; the engines, the load (wrk -t1 when installed, else a
+ * closed-loop client) and this process share CPU 1 (taskset; no pinning without it or with one CPU).
+ * Per target and repeat: non-streaming c32 requests/s and p50/p99 (zero-latency engines); the
+ * proxy's CPU time per request (utime + stime from /proc/<pid>/stat over CPU_REQUESTS requests at
+ * c32); streaming time to the first body chunk at c1 and c32 (engines: first token after 5 ms, then
+ * one every 2 ms, 16 tokens). The router runs from dist/node/main.js with its defaults (info log
+ * line per request) plus --policy; repeats interleave the targets.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { closedLoop, streamTtft, type Throughput, wrk } from './overhead-load.ts';
+import {
+  hasCommand,
+  PIN,
+  type Server,
+  startEngine,
+  startFloor,
+  startNginx,
+  startRouter,
+  WORK_DIR,
+} from './overhead-procs.ts';
+import { printTable, type Run } from './overhead-report.ts';
+import { processCpuMs } from './pd-support.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const REPEATS = Number(process.env.REPEATS ?? 3);
+const DURATION = Number(process.env.DURATION ?? 5);
+const CPU_REQUESTS = Number(process.env.CPU_REQUESTS ?? 4000);
+const STREAM_SECONDS = Number(process.env.STREAM_SECONDS ?? 2);
+const WRK = hasCommand('wrk');
+const NGINX = hasCommand('nginx');
+const TARGETS = (process.env.TARGETS ?? 'floor,cache_aware,round_robin,nginx')
+  .split(',')
+  .map((t) => t.trim())
+  .filter((t) => t !== 'nginx' || NGINX);
+
+const chat = (stream: boolean) =>
+  JSON.stringify({
+    model: 'sim-model',
+    stream,
+    max_tokens: 16,
+    messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
+  });
+
+/** CPU time of a process and its direct children (nginx's worker), in ms. */
+function treeCpuMs(pid: number): number {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    // no children file: count the process alone
+  }
+  return [pid, ...children].reduce((sum, p) => sum + processCpuMs(p), 0);
+}
+
+async function configure(engines: Server[], config: Record<string, number>): Promise<void> {
+  for (const e of engines) {
+    const res = await fetch(`${e.url}/admin/config`, { method: 'POST', body: JSON.stringify(config) });
+    if (res.status !== 200) throw new Error(`${e.name}: /admin/config answered ${res.status}`);
+    await res.arrayBuffer();
+  }
+}
+
+function startTarget(target: string, engineUrls: string[]): Promise<Server> {
+  if (target === 'floor') return startFloor(ROOT, engineUrls, 0);
+  if (target === 'nginx') return startNginx(engineUrls, 0);
+  return startRouter(ROOT, target, engineUrls, ['--policy', target], 0);
+}
+
+async function measure(target: string, engines: Server[]): Promise<Run> {
+  const server = await startTarget(
+    target,
+    engines.map((e) => e.url),
+  );
+  try {
+    await configure(engines, { 'ttft-ms': 0, 'itl-ms': 0 });
+    const warm = await closedLoop(server.url, chat(false), 32, 2000);
+    if (warm.errors > 0) throw new Error(`${target}: ${warm.errors} errors while warming up`);
+    const nonstream: Throughput = WRK
+      ? await wrk(WORK_DIR, server.url, chat(false), 32, DURATION)
+      : await closedLoop(server.url, chat(false), 32, 0, DURATION);
+    const before = treeCpuMs(server.pid);
+    const fixed = await closedLoop(server.url, chat(false), 32, CPU_REQUESTS);
+    const cpuUsPerRequest = ((treeCpuMs(server.pid) - before) * 1000) / CPU_REQUESTS;
+    await configure(engines, { 'ttft-ms': 5, 'itl-ms': 2 });
+    const c1 = await streamTtft(server.url, chat(true), 1, STREAM_SECONDS);
+    const c32 = await streamTtft(server.url, chat(true), 32, STREAM_SECONDS);
+    const errors = nonstream.errors + fixed.errors + c1.errors + c32.errors;
+    return { target, nonstream, cpuUsPerRequest, ttftC1: c1.p50Ms, ttftC32: c32.p50Ms, errors };
+  } finally {
+    await server.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  if (process.env.SKIP_BUILD !== '1') execFileSync(process.execPath, [join(ROOT, 'scripts/build.mjs')]);
+  // This process (the streaming client) and whatever it starts without a CPU of its own (wrk) run on CPU 1.
+  if (PIN) execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+  const load = loadavg().map((l) => l.toFixed(2));
+  console.log(
+    `load average ${load.join(' ')}; ${PIN ? 'proxy on CPU 0, engines and load on CPU 1' : 'no pinning'}; ` +
+      `load: ${WRK ? 'wrk -t1' : 'built-in closed-loop client'}; targets ${TARGETS.join(', ')}; repeats ${REPEATS}`,
+  );
+  const engines = [await startEngine(ROOT, 'engine-a', 1), await startEngine(ROOT, 'engine-b', 1)];
+  const runs: Run[][] = [];
+  try {
+    // Engines fresh from start run their first thousands of requests slower (JIT): warm them up.
+    for (const e of engines) {
+      await configure([e], { 'ttft-ms': 0, 'itl-ms': 0 });
+      await closedLoop(e.url, chat(false), 32, 0, 2);
+      await closedLoop(e.url, chat(true), 32, 0, 1);
+    }
+    for (let r = 0; r < REPEATS; r++) {
+      const round: Run[] = [];
+      for (const target of TARGETS) {
+        const run = await measure(target, engines);
+        console.log(
+          `[${r + 1}/${REPEATS}] ${target}: ${Math.round(run.nonstream.rps)} req/s, ` +
+            `p99 ${run.nonstream.p99Ms.toFixed(2)} ms, ${run.cpuUsPerRequest.toFixed(0)} µs CPU/request, ` +
+            `TTFT c1 ${run.ttftC1.toFixed(2)} ms, c32 ${run.ttftC32.toFixed(2)} ms, errors ${run.errors}`,
+        );
+        round.push(run);
+      }
+      runs.push(round);
+    }
+  } finally {
+    await Promise.all(engines.map((e) => e.stop()));
+  }
+  printTable(runs, TARGETS);
+  console.log(
+    `\nload average at the end ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
+}
+
+await main();
