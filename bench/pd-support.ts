@@ -8,19 +8,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { hasCommand, prng } from './support.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** With 2+ CPUs the routers get CPU 0; this process (engines and client) runs on CPU 1. */
 export const PIN = cpus().length >= 2 && hasCommand('taskset');
-
-function hasCommand(name: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export function pin(pid: number, cpu: number): void {
   if (PIN) execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
@@ -154,17 +146,6 @@ async function waitReady(url: string): Promise<void> {
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`${url} never became ready`);
-}
-
-/** A seeded PRNG, so every mode sees the same prompts. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const WORDS = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike oscar'.split(

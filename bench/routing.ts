@@ -13,6 +13,7 @@
 import { startNodeRouter } from '../src/adapters/node/server.ts';
 import { parseRouterConfig } from '../src/core/config/schema.ts';
 import { type RunningSimEngine, startSimEngine } from '../src/sim/node.ts';
+import { prng } from './support.ts';
 
 const CONVERSATIONS = Number(process.env.CONVERSATIONS ?? 64);
 const TURNS = Number(process.env.TURNS ?? 8);
@@ -48,17 +49,6 @@ const POLICIES = process.env.POLICIES
 interface Message {
   role: string;
   content: string;
-}
-
-/** A seeded PRNG, so every policy sees the same conversations. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const WORDS = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november'.split(

@@ -1,4 +1,7 @@
-/** Shared by the in-process benchmarks: one chat completion, answered with its status (0: no answer). */
+/** Shared by the benchmarks: a chat request helper, a seeded PRNG, and a command lookup. */
+import { execFileSync } from 'node:child_process';
+
+/** One chat completion, answered with its status (0: no answer). */
 export const chatBody = JSON.stringify({
   model: 'sim-model',
   messages: [{ role: 'user', content: 'hi' }],
@@ -16,5 +19,26 @@ export async function postChat(routerUrl: string, body = chatBody): Promise<numb
     return res.status;
   } catch {
     return 0;
+  }
+}
+
+/** A seeded PRNG (mulberry32), so every run and every mode sees the same prompts. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Whether a command is on the PATH (taskset, wrk, nginx). */
+export function hasCommand(name: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -18,6 +18,7 @@ import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { startSimEngine } from '../src/sim/node.ts';
 import { startMiniflareWorker } from '../test/runtime/workerd/miniflare-worker.ts';
+import { hasCommand } from './support.ts';
 
 const DURATION_S = Number(process.env.DURATION_S ?? 10);
 const WARMUP_S = Number(process.env.WARMUP_S ?? 2);
@@ -25,15 +26,6 @@ const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
 const CALL_SAMPLE = 200;
 const PIN = cpus().length >= 2 && hasCommand('taskset');
 const TICK_MS = 10; // /proc/<pid>/stat times are in clock ticks (USER_HZ = 100)
-
-function hasCommand(name: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function pin(pid: number, cpu: number): void {
   if (PIN) execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
