@@ -8,6 +8,8 @@
  *   and the runtime may drop work still pending once the response is done.
  * - One object per fleet (`idFromName('fleet')`); `objectName` is the seam that lets a pool (or a
  *   session shard) get its own object later.
+ * - A request's routing text is sent as its compact form (block hashes): an 8 KB prompt costs the
+ *   call 256 characters instead of 8,192, and `cache_aware` in the object matches on it alike.
  */
 import { RouterError } from '../../core/contracts/errors.ts';
 import {
@@ -22,6 +24,7 @@ import {
   type WorkerPatch,
   type WorkerSpec,
 } from '../../core/contracts/fleet-api.ts';
+import { compactRoutingText } from '../../core/routing/compact-text.ts';
 import { DEFAULT_FLEET_OBJECT, type FleetNamespace } from './bindings.ts';
 import type { FleetRpc, MetricsDelta, RouteReply } from './rpc.ts';
 
@@ -68,8 +71,10 @@ export class FleetClient implements FleetApi {
 
   async route(input: RouteInput): Promise<RouteResult> {
     let reply: RouteReply;
+    // The prompt travels as its block hashes (compact-text.ts): what cache_aware needs, not the text.
+    const sent = input.text === undefined ? input : { ...input, text: compactRoutingText(input.text) };
     try {
-      reply = await this.call((s) => s.route(input));
+      reply = await this.call((s) => s.route(sent));
     } catch (err) {
       const detail = err instanceof Error ? err.message : String(err);
       throw new RouterError('no_available_workers', `fleet state unavailable: ${detail}`);
