@@ -21,6 +21,7 @@ import { createRouterApp } from './http/app.ts';
 import { createLogger, type Logger, type LogSink } from './observability/logger.ts';
 import { MetricsRegistry } from './observability/metrics.ts';
 import { pdConnector } from './routing/context.ts';
+import type { RawRequestHeaders } from './routing/headers.ts';
 import { InFlight } from './routing/in-flight.ts';
 
 export type FleetEventHandler = (
@@ -42,6 +43,11 @@ export interface RouterHost {
   onFleetEvent?: FleetEventHandler;
   /** The peer's IP address for a request (Node, Deno); Workers do not know it. */
   peerAddress?: (c: Context) => string | undefined;
+  /**
+   * The request's headers as a plain object with lower-case names, where the runtime holds them so
+   * (Node: `IncomingMessage.headers`); without it the core reads hono's `Headers`.
+   */
+  requestHeaders?: (c: Context) => RawRequestHeaders | undefined;
   /** Admin routes without --admin-api-key: loopback peers (Node, Deno; the default) or nobody (Workers). */
   adminWithoutKey?: 'loopback' | 'off';
   /** The admin Host rule against DNS rebinding (default on; Workers turn it off). */
@@ -189,6 +195,7 @@ function assemble<F extends FleetApi>(
           refreshWorkers: refresh,
           draining: () => draining,
           ...(host.peerAddress ? { peerAddress: host.peerAddress } : {}),
+          ...(host.requestHeaders ? { requestHeaders: host.requestHeaders } : {}),
           ...(host.adminWithoutKey ? { adminWithoutKey: host.adminWithoutKey } : {}),
           ...(host.adminHostCheck === false ? { adminHostCheck: false } : {}),
         },

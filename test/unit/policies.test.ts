@@ -1,6 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { RouteInput } from '../../src/core/contracts/fleet-api.ts';
 import type { PolicyWorker } from '../../src/core/policies/policy.ts';
+import { decisionsCounter } from '../../src/core/policies/policy-metrics.ts';
 import { createPolicy, policyNeeds, registeredPolicies } from '../../src/core/policies/registry.ts';
 import { testPolicyContext } from '../support/policy-context.ts';
 import { makeFleet, metricValue, routedId, urls } from './policies/support.ts';
@@ -177,5 +178,18 @@ describe('random', () => {
 describe('registry', () => {
   it('refuses an unknown or unavailable policy instead of falling back', () => {
     expect(() => createPolicy('nope', ctx())).toThrow(/not available/);
+  });
+
+  it("looks a worker's decision series up once, then counts on it", async () => {
+    const context = ctx();
+    const labels = vi.spyOn(decisionsCounter(context.metrics), 'labels');
+    const policy = createPolicy('round_robin', context);
+    const all = workers(2);
+    for (let i = 0; i < 10; i++) policy.select(all, inputFor(i));
+    expect(labels).toHaveBeenCalledTimes(2);
+    for (const w of all) {
+      const labelled = { policy: 'round_robin', worker: w.id };
+      expect(await metricValue(context.metrics, 'vllm_router_policy_decisions_total', labelled)).toBe(5);
+    }
   });
 });

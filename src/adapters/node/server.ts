@@ -7,7 +7,7 @@
  * (`shutdown`: streams still running get the `shutdown` SSE event, then every connection closes).
  */
 
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Context, Hono } from 'hono';
 import type { RouterConfig } from '../../core/config/schema.ts';
 import { errorResponse, RouterError } from '../../core/contracts/errors.ts';
@@ -98,6 +98,11 @@ const PROBES = new Set(['/health', '/liveness', '/readiness']);
 /** @hono/node-server puts the Node request in c.env.incoming. */
 export function nodePeerAddress(c: Context): string | undefined {
   return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress;
+}
+
+/** The request's headers as Node parsed them (lower-case names): no `Headers` object is built. */
+export function nodeRequestHeaders(c: Context): IncomingHttpHeaders | undefined {
+  return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.headers;
 }
 
 function timer(ms: number): { done: Promise<false>; cancel(): void } {
@@ -224,6 +229,7 @@ export async function startNodeRouter(
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     peerAddress: nodePeerAddress,
+    requestHeaders: nodeRequestHeaders,
     ...(p2p ? { p2pRegistry: p2p } : {}),
     ...(discovery ? { kubernetesDiscovery: true } : {}),
   });

@@ -6,6 +6,7 @@ import { type Context, Hono } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
 import { errorResponse, RouterError } from '../contracts/errors.ts';
 import { createPipelineContext, type RouterDeps } from '../routing/context.ts';
+import type { RawRequestHeaders } from '../routing/headers.ts';
 import { isAdminPath, registerAdminRoutes } from './admin.ts';
 import { createAdminGuard } from './admin-guard.ts';
 import { Admission } from './admission.ts';
@@ -20,6 +21,8 @@ export interface AppOptions {
   refreshWorkers(urls: string[]): Promise<void>;
   /** The peer's IP address, where the runtime tells it (Node, Deno); undefined on Workers. */
   peerAddress?: (c: Context) => string | undefined;
+  /** The request's raw headers where the runtime holds them as a plain object (Node). */
+  requestHeaders?: (c: Context) => RawRequestHeaders | undefined;
   /** Admin routes without --admin-api-key: loopback peers only (Node, Deno) or nobody (Workers). */
   adminWithoutKey?: 'loopback' | 'off';
   /** The admin Host rule (DNS rebinding); Workers turn it off (see AdminGuardOptions). */
@@ -69,7 +72,8 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
       ...(clientAuth ? { clientAuth } : {}),
     }),
   );
-  registerInferenceRoutes(app, config, createPipelineContext(config, deps), admission, options.peerAddress);
+  const pipeline = createPipelineContext(config, deps);
+  registerInferenceRoutes(app, config, pipeline, admission, options.peerAddress, options.requestHeaders);
 
   app.notFound((c) =>
     errorResponse(

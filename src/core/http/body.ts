@@ -4,6 +4,7 @@
  */
 import type { Context } from 'hono';
 import { RouterError } from '../contracts/errors.ts';
+import type { HeaderLookup } from '../routing/routing-input.ts';
 import { type BodyBudget, budgetExceeded, type Reservation } from './body-budget.ts';
 
 /** The 413 for a body over --max-payload-size. */
@@ -25,8 +26,13 @@ export interface BufferedBody {
  * grows its reservation as it arrives. Throws the RouterError to answer with (413, 503), the
  * reservation already returned.
  */
-export async function readBody(c: Context, limit: number, budget: BodyBudget): Promise<BufferedBody> {
-  const declared = c.req.header('content-length');
+export async function readBody(
+  c: Context,
+  limit: number,
+  budget: BodyBudget,
+  header: HeaderLookup = (name) => c.req.header(name),
+): Promise<BufferedBody> {
+  const declared = header('content-length');
   if (declared !== undefined) {
     const n = Number(declared);
     if (Number.isFinite(n) && n > limit) throw tooLarge(limit);
@@ -85,8 +91,8 @@ async function readChunks(
 }
 
 /** True when the body announces more than `maxBuffered` bytes, or gives no length at all. */
-export function tooLargeToBuffer(c: Context, maxBuffered: number): boolean {
-  const declared = c.req.header('content-length');
-  if (declared === undefined) return c.req.header('transfer-encoding') !== undefined;
+export function tooLargeToBuffer(header: HeaderLookup, maxBuffered: number): boolean {
+  const declared = header('content-length');
+  if (declared === undefined) return header('transfer-encoding') !== undefined;
   return Number(declared) > maxBuffered;
 }

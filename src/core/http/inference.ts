@@ -10,7 +10,7 @@ import type { RouterConfig } from '../config/schema.ts';
 import { RouterError } from '../contracts/errors.ts';
 import type { PolicyNeeds } from '../policies/policy.ts';
 import { policyNeeds } from '../policies/registry.ts';
-import { upstreamRequestHeaders } from '../routing/headers.ts';
+import { type RawRequestHeaders, rawHeader, upstreamRequestHeaders } from '../routing/headers.ts';
 import { type JsonObject, PD_ROUTES } from '../routing/pd-bodies.ts';
 import { type PipelineContext, proxyRequest, rejectRequest } from '../routing/pipeline.ts';
 import {
@@ -19,7 +19,7 @@ import {
   type RequestInfo,
   requestInfoFromJson,
 } from '../routing/request-info.ts';
-import { extractRoutingInput } from '../routing/routing-input.ts';
+import { extractRoutingInput, type HeaderLookup } from '../routing/routing-input.ts';
 import type { Admission } from './admission.ts';
 import { readBody, tooLargeToBuffer } from './body.ts';
 import { BodyBudget, type Reservation } from './body-budget.ts';
@@ -91,18 +91,22 @@ type Intake = {
 };
 
 /** The routing input of a parsed JSON body: model, stream, and the keys the policies read. */
-function infoOf(c: Context, parsed: unknown, route: string, rules: IntakeRules): RequestInfo {
+function infoOf(header: HeaderLookup, parsed: unknown, route: string, rules: IntakeRules): RequestInfo {
   const info = requestInfoFromJson(parsed);
   if (!rules.readsRequest) return info;
-  const header = (name: string) => c.req.header(name);
   const body = parsed as Record<string, unknown>;
   const input = extractRoutingInput(body, route, header, rules.needs, rules.sessionKey, rules.maxKeyBytes);
   return Object.assign(info, input);
 }
 
+/** Reads the host's raw headers where it has them (Node: no Headers object is built), else hono's. */
+function headerLookup(c: Context, raw: RawRequestHeaders | undefined): HeaderLookup {
+  return raw ? (name) => rawHeader(raw, name) : (name) => c.req.header(name);
+}
+
 /** A body nothing reads: streamed when retries are off, or too large to keep for a retry. */
-function otherStreams(c: Context, rules: IntakeRules): boolean {
-  return !rules.retriesOn || tooLargeToBuffer(c, rules.maxBuffered);
+function otherStreams(header: HeaderLookup, rules: IntakeRules): boolean {
+  return !rules.retriesOn || tooLargeToBuffer(header, rules.maxBuffered);
 }
 
 /**
@@ -116,24 +120,25 @@ async function intake(
   route: { path: string; jsonRequired: boolean },
   rules: IntakeRules,
   budget: BodyBudget,
+  header: HeaderLookup,
 ): Promise<Intake> {
   const method = c.req.method;
   if (method === 'GET' || method === 'HEAD') return { body: null, info: { stream: false } };
-  const json = route.jsonRequired || isJsonContentType(c.req.header('content-type'));
+  const json = route.jsonRequired || isJsonContentType(header('content-type'));
   // A JSON body is always read and parsed, so malformed JSON, an unknown model or a body nested too
   // deep never reaches an engine (SMG streams some JSON bodies unread; this router does not).
-  if (!json && otherStreams(c, rules)) {
+  if (!json && otherStreams(header, rules)) {
     // Unread, one attempt: the engine receives the body while the client is still sending it.
     if (rules.retriesOn) ctx.instruments.retryForfeited.inc();
     const upload = guardedUpload(c, rules.limit);
     return { body: upload.stream, info: { stream: false }, uploadFault: upload.fault };
   }
-  const { bytes, reservation } = await readBody(c, rules.limit, budget);
+  const { bytes, reservation } = await readBody(c, rules.limit, budget, header);
   if (!route.jsonRequired && !(bytes.byteLength > 0 && json))
     return { body: bytes, info: { stream: false }, reservation };
   try {
     const parsed = parseJsonBody(bytes);
-    const info = infoOf(c, parsed, route.path, rules);
+    const info = infoOf(header, parsed, route.path, rules);
     if (ctx.pd && PD_ROUTES.has(route.path))
       return { body: bytes, info, json: parsed as JsonObject, reservation };
     return { body: bytes, info, reservation };
@@ -158,20 +163,23 @@ export function registerInferenceRoutes(
   ctx: PipelineContext,
   admission: Admission,
   peerAddress?: (c: Context) => string | undefined,
+  rawHeaders?: (c: Context) => RawRequestHeaders | undefined,
 ): void {
-  const idHeaders = config.server.requestIdHeaders;
+  const idHeaders = config.server.requestIdHeaders.map((name) => name.toLowerCase());
   const rules = intakeRules(config);
   const budget = new BodyBudget(config.server.maxBufferedBytesTotal);
   budget.exportGauge(ctx.deps.metrics);
 
   const handle = (route: string, jsonRequired: boolean) => async (c: Context) => {
-    const requestId = requestIdOf(c, idHeaders, ctx.deps.newId);
+    const raw = rawHeaders?.(c);
+    const header = headerLookup(c, raw);
+    const requestId = requestIdOf(header, idHeaders, ctx.deps.newId);
     const method = c.req.method;
     const permit = admission.enabled ? await admission.acquire(c.req.raw.signal) : NO_PERMIT;
     if (permit instanceof RouterError) return rejectRequest(ctx, { route, method, requestId }, permit);
     let read: Intake;
     try {
-      read = await intake(c, ctx, { path: route, jsonRequired }, rules, budget);
+      read = await intake(c, ctx, { path: route, jsonRequired }, rules, budget, header);
     } catch (err) {
       permit();
       if (err instanceof RouterError) return rejectRequest(ctx, { route, method, requestId }, err);
@@ -181,7 +189,7 @@ export function registerInferenceRoutes(
       route,
       method,
       target: targetOf(c.req.url),
-      headers: upstreamRequestHeaders(c.req.raw.headers, { peer: peerAddress?.(c), url: c.req.url }),
+      headers: upstreamRequestHeaders(raw ?? c.req.raw.headers, { peer: peerAddress?.(c), url: c.req.url }),
       body: read.body,
       clientSignal: c.req.raw.signal,
       requestId,

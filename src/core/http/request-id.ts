@@ -3,7 +3,6 @@
  * fresh one from the injected id source. An id longer than MAX_REQUEST_ID_BYTES, or with anything
  * but visible ASCII (no spaces, control characters or non-ASCII), is never echoed nor forwarded.
  */
-import type { Context } from 'hono';
 
 export const MAX_REQUEST_ID_BYTES = 256;
 
@@ -17,9 +16,14 @@ export function isAcceptableRequestId(value: string): boolean {
   return true;
 }
 
-export function requestIdOf(c: Context, headerNames: readonly string[], newId: () => string): string {
+/** `header` reads one request header by its lower-case name. */
+export function requestIdOf(
+  header: (name: string) => string | undefined,
+  headerNames: readonly string[],
+  newId: () => string,
+): string {
   for (const name of headerNames) {
-    const value = c.req.header(name);
+    const value = header(name);
     if (value && isAcceptableRequestId(value)) return value;
   }
   return newId();

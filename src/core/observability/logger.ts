@@ -22,11 +22,31 @@ export interface Logger {
 
 export type LogSink = (line: string, level: LogLevel) => void;
 
+/** Whether a string is written quoted: it has whitespace (as `\s` matches it), `"` or `=`. */
+function needsQuotes(v: string): boolean {
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c === 0x20 || c === 0x22 || c === 0x3d || (c >= 0x09 && c <= 0x0d)) return true;
+    if (c >= 0xa0 && /\s/.test(v[i] as string)) return true;
+  }
+  return false;
+}
+
 function formatValue(v: unknown): string {
-  if (typeof v === 'string') return /[\s"=]/.test(v) ? JSON.stringify(v) : v;
+  if (typeof v === 'string') return needsQuotes(v) ? JSON.stringify(v) : v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   if (v instanceof Error) return JSON.stringify(v.message);
   return typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v);
 }
+
+/** `LEVEL` padded to five characters, as the text format writes it. */
+const LABELS: Record<LogLevel, string> = {
+  trace: 'TRACE',
+  debug: 'DEBUG',
+  info: 'INFO ',
+  warn: 'WARN ',
+  error: 'ERROR',
+};
 
 export function createLogger(options: {
   level: LogLevel;
@@ -38,16 +58,29 @@ export function createLogger(options: {
   const threshold = LEVELS[options.level];
   const { sink, json, now } = options;
   const enabled = (level: LogLevel) => LEVELS[level] >= threshold;
+  // Lines in the same millisecond share one timestamp text.
+  let stampMs = Number.NaN;
+  let stamp = '';
+  const timeText = (ms: number): string => {
+    if (ms !== stampMs) {
+      stamp = new Date(ms).toISOString();
+      stampMs = ms;
+    }
+    return stamp;
+  };
   const log = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (LEVELS[level] < threshold) return;
-    const time = new Date(now()).toISOString();
+    const time = timeText(now());
     if (json) {
       sink(JSON.stringify({ time, level, msg, ...fields }), level);
       return;
     }
-    let line = `${time} ${level.toUpperCase().padEnd(5)} ${msg}`;
+    let line = `${time} ${LABELS[level]} ${msg}`;
     if (fields)
-      for (const [k, v] of Object.entries(fields)) if (v !== undefined) line += ` ${k}=${formatValue(v)}`;
+      for (const k of Object.keys(fields)) {
+        const v = fields[k];
+        if (v !== undefined) line += ` ${k}=${formatValue(v)}`;
+      }
     sink(line, level);
   };
   return {

@@ -4,6 +4,8 @@
  * Every instance created here counts its decisions in
  * `vllm_router_policy_decisions_total{policy,worker}` (one place for every policy).
  */
+
+import type { CounterChild } from '../observability/metrics.ts';
 import { createCacheAware } from './cache-aware.ts';
 import { createConsistentHash } from './consistent-hash.ts';
 import { createLeastLoaded } from './least-loaded.ts';
@@ -71,10 +73,20 @@ export function createPolicy(name: string, ctx: PolicyContext): Policy {
   }
   const policy = entry.create(ctx);
   const decisions = decisionsCounter(ctx.metrics);
+  // One series per worker this instance picked, looked up by id (no label key joined per decision;
+  // nothing removes these series, so a cached child stays the registry's).
+  const series = new Map<string, CounterChild>();
   const select = policy.select.bind(policy);
   policy.select = (candidates, input) => {
     const picked: PolicyWorker | undefined = select(candidates, input);
-    if (picked) decisions.labels(policy.name, picked.id).inc();
+    if (picked) {
+      let child = series.get(picked.id);
+      if (!child) {
+        child = decisions.labels(policy.name, picked.id);
+        series.set(picked.id, child);
+      }
+      child.inc();
+    }
     return picked;
   };
   return policy;

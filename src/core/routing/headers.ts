@@ -84,16 +84,45 @@ function addForwarding(out: Record<string, string>, from: ForwardedFrom): void {
 }
 
 /**
- * The headers bound upstream: the client's minus the dropped ones (and any its `Connection` header
- * names), plus the forwarding headers when `from` is given.
+ * A request's headers as a plain object with lower-case names, where the runtime holds them so
+ * (Node's `IncomingMessage.headers`: a repeated header joined, `set-cookie` an array). Reading it
+ * skips building a `Headers` object.
  */
-export function upstreamRequestHeaders(incoming: Headers, from?: ForwardedFrom): Record<string, string> {
+export type RawRequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+/** One header of a raw header object (the name lower-cased if the caller did not). */
+export function rawHeader(raw: RawRequestHeaders, name: string): string | undefined {
+  const value = raw[name] ?? raw[name.toLowerCase()];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/**
+ * The headers bound upstream: the client's minus the dropped ones (and any its `Connection` header
+ * names), plus the forwarding headers when `from` is given. `incoming` is a `Headers` object or
+ * the runtime's raw headers (HTTP/2 pseudo-headers skipped).
+ */
+export function upstreamRequestHeaders(
+  incoming: Headers | RawRequestHeaders,
+  from?: ForwardedFrom,
+): Record<string, string> {
   const out: Record<string, string> = {};
-  const extra = connectionTokens(incoming.get('connection'));
-  incoming.forEach((value, name) => {
-    if (REQUEST_DROP.has(name) || (extra.length > 0 && extra.includes(name))) return;
-    out[name] = value;
-  });
+  if (typeof incoming.get === 'function') {
+    const headers = incoming as Headers;
+    const extra = connectionTokens(headers.get('connection'));
+    headers.forEach((value, name) => {
+      if (REQUEST_DROP.has(name) || (extra.length > 0 && extra.includes(name))) return;
+      out[name] = value;
+    });
+  } else {
+    const raw = incoming as RawRequestHeaders;
+    const extra = connectionTokens(rawHeader(raw, 'connection'));
+    for (const name in raw) {
+      if (name.charCodeAt(0) === 0x3a || REQUEST_DROP.has(name)) continue;
+      if (extra.length > 0 && extra.includes(name)) continue;
+      const value = raw[name];
+      if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value;
+    }
+  }
   if (from) addForwarding(out, from);
   return out;
 }

@@ -85,6 +85,37 @@ describe('upstreamRequestHeaders', () => {
   });
 });
 
+describe('upstreamRequestHeaders from raw headers (Node)', () => {
+  it('keeps and drops the same headers as from a Headers object', () => {
+    const pairs: Record<string, string> = {
+      cookie: 'session=abc',
+      authorization: 'Bearer client-token',
+      connection: 'keep-alive, x-hop',
+      'x-hop': '1',
+      host: 'router.example:8080',
+      'content-length': '12',
+      'content-type': 'application/json',
+      'x-forwarded-for': '203.0.113.1',
+      'x-session-id': 's1',
+    };
+    const from = { peer: '::ffff:10.1.2.3', url: URL_ };
+    const raw = upstreamRequestHeaders({ ...pairs }, from);
+    expect(raw).toEqual(upstreamRequestHeaders(new Headers(pairs), from));
+    expect(raw['x-hop']).toBeUndefined();
+    expect(raw['x-forwarded-for']).toBe('203.0.113.1, 10.1.2.3');
+  });
+
+  it('skips HTTP/2 pseudo-headers and joins repeated values', () => {
+    const out = upstreamRequestHeaders({
+      ':path': '/v1/x',
+      ':authority': 'h',
+      'x-a': ['1', '2'],
+      'x-b': undefined,
+    });
+    expect(out).toEqual({ 'x-a': '1, 2' });
+  });
+});
+
 describe('plainAddress', () => {
   it('unwraps IPv4-mapped IPv6 addresses only', () => {
     expect(plainAddress('::ffff:127.0.0.1')).toBe('127.0.0.1');
@@ -125,5 +156,22 @@ describe('inference routes', () => {
     const get = await app.request('/v1/files', { headers: { 'x-forwarded-for': '203.0.113.1' } });
     expect(get.status).toBe(200);
     expect(calls.map((c) => c.headers['x-forwarded-for'])).toEqual(['203.0.113.1, 10.0.0.9']);
+  });
+
+  it("read the host's raw headers when it gives them: request id, content type and what goes upstream", async () => {
+    const { upstream, calls } = statusUpstream([200]);
+    const { ctx, clock } = testContext({ fleet: scriptedFleet([routedTo('a', 1)]).fleet, upstream });
+    const app = new Hono();
+    const admission = new Admission(undefined, 0, 1000, clock);
+    const raw = { 'x-request-id': 'from-raw', 'content-type': 'application/json', 'x-seen': 'raw' };
+    registerInferenceRoutes(app, parseRouterConfig({}), ctx, admission, undefined, () => raw);
+    const res = await app.request('/v1/files', {
+      method: 'POST',
+      body: '{"model":"m"}',
+      headers: { 'x-request-id': 'from-hono', 'content-type': 'text/plain', 'x-seen': 'hono' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toBe('from-raw');
+    expect(calls.map((c) => c.headers['x-seen'])).toEqual(['raw']);
   });
 });
