@@ -9,18 +9,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PIN } from './pd-support.ts';
+import { hasCommand } from './support.ts';
 
-export { PIN };
+export { hasCommand, PIN };
 export const WORK_DIR = mkdtempSync(join(tmpdir(), 'bench-overhead-'));
-
-export function hasCommand(name: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const children = new Set<ChildProcess>();
 process.once('exit', () => {

@@ -5,6 +5,7 @@
 import type { Context } from 'hono';
 import { RouterError } from '../contracts/errors.ts';
 import type { HeaderLookup } from '../routing/routing-input.ts';
+import { concatChunks } from '../upstream/body.ts';
 import { type BodyBudget, budgetExceeded, type Reservation } from './body-budget.ts';
 
 /** The 413 for a body over --max-payload-size. */
@@ -80,14 +81,7 @@ async function readChunks(
     }
     chunks.push(value);
   }
-  if (chunks.length === 1) return chunks[0] as Uint8Array;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
+  return concatChunks(chunks, size);
 }
 
 /** True when the body announces more than `maxBuffered` bytes, or gives no length at all. */

@@ -6,6 +6,7 @@
  */
 import { RouterError } from '../contracts/errors.ts';
 import type { RoutedWorker, RouteInput } from '../contracts/fleet-api.ts';
+import { concatChunks } from '../upstream/body.ts';
 import type { AttemptRun, Leg, LegResult, Routed } from './attempt-run.ts';
 import { runAttempts } from './attempts.ts';
 import type { ProxyCall } from './context.ts';
@@ -69,13 +70,7 @@ async function readAll(result: Extract<LegResult, { kind: 'response' }>): Promis
       add(value);
     }
   }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  return concatChunks(chunks, size);
 }
 
 /** The `kv_transfer_params` of a prefill's JSON answer (undefined when absent or not JSON). */
