@@ -92,6 +92,19 @@ export function startRouter(root: string, name: string, engines: string[], extra
   return spawnServer(name, process.execPath, args, listeningOn, cpu);
 }
 
+/** The router under Deno (the same core), with its default policy, as `deno task start` runs it. */
+export function startDenoRouter(root: string, engines: string[], cpu: number) {
+  const deno = join(root, 'node_modules/deno/deno');
+  const args = [
+    ...['run', '--allow-net', '--allow-env', '--allow-read', join(root, 'src/adapters/deno/main.ts')],
+    ...['--host', '127.0.0.1', '--port', '0', '--prometheus-port', '0'],
+    ...['--worker-urls', ...engines],
+  ];
+  process.env.DENO_DIR ??= join(root, '.deno');
+  process.env.DENO_NO_UPDATE_CHECK = '1';
+  return spawnServer('deno', deno, args, listeningOn, cpu);
+}
+
 export function startFloor(root: string, engines: string[], cpu: number) {
   const args = ['--import', 'tsx', join(root, 'bench/floor-proxy.ts'), '0', engines.join(',')];
   return spawnServer('floor', process.execPath, args, listeningOn, cpu);

@@ -16,6 +16,7 @@ const LABELS: Record<string, string> = {
   cache_aware: 'router, cache_aware (default)',
   round_robin: 'router, round_robin',
   nginx: 'nginx (1 worker)',
+  deno: 'router on Deno, cache_aware',
 };
 
 export function printTable(runs: Run[][], targets: string[]): void {
@@ -101,5 +102,22 @@ export function printTable(runs: Run[][], targets: string[]): void {
         : '–',
     ];
     console.log(`| ${LABELS[t] ?? t} | ${cells.join(' | ')} |`);
+  }
+  if (targets.includes('deno') && targets.includes('cache_aware')) {
+    const pair = (pick: (run: Run) => number) =>
+      runs.flatMap((round) => {
+        const deno = round.find((r) => r.target === 'deno');
+        const node = round.find((r) => r.target === 'cache_aware');
+        return deno && node ? [pick(deno) / pick(node)] : [];
+      });
+    console.log(
+      `\nDeno ÷ Node, same code, cache_aware: req/s ${spread(
+        pair((r) => r.nonstream.rps),
+        2,
+      )}, CPU per request ${spread(
+        pair((r) => r.cpuUsPerRequest),
+        2,
+      )}`,
+    );
   }
 }

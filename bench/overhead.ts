@@ -2,7 +2,7 @@
  * Proxy overhead: the router against our own minimal undici proxy (bench/floor-proxy.ts) and nginx
  * (when installed), in front of the same two simulated engines, measured one after another.
  *   npm run bench      # REPEATS=3 DURATION=5 CPU_REQUESTS=4000 STREAM_SECONDS=2 SKIP_BUILD=1
- *                      # TARGETS=floor,cache_aware,round_robin,nginx KEEP_LOGS=1 (servers' output)
+ *                      # TARGETS=floor,cache_aware,round_robin,nginx,deno KEEP_LOGS=1 (servers' output)
  * The proxy under test has CPU 0 to itself; the engines, the load (wrk -t1 when installed, else a
  * closed-loop client) and this process share CPU 1 (taskset; no pinning without it or with one CPU).
  * Per target and repeat: non-streaming c32 requests/s and p50/p99 (zero-latency engines); the
@@ -21,6 +21,7 @@ import {
   hasCommand,
   PIN,
   type Server,
+  startDenoRouter,
   startEngine,
   startFloor,
   startNginx,
@@ -37,7 +38,7 @@ const CPU_REQUESTS = Number(process.env.CPU_REQUESTS ?? 4000);
 const STREAM_SECONDS = Number(process.env.STREAM_SECONDS ?? 2);
 const WRK = hasCommand('wrk');
 const NGINX = hasCommand('nginx');
-const TARGETS = (process.env.TARGETS ?? 'floor,cache_aware,round_robin,nginx')
+const TARGETS = (process.env.TARGETS ?? 'floor,cache_aware,round_robin,nginx,deno')
   .split(',')
   .map((t) => t.trim())
   .filter((t) => t !== 'nginx' || NGINX);
@@ -76,6 +77,7 @@ async function configure(engines: Server[], config: Record<string, number>): Pro
 function startTarget(target: string, engineUrls: string[]): Promise<Server> {
   if (target === 'floor') return startFloor(ROOT, engineUrls, 0);
   if (target === 'nginx') return startNginx(engineUrls, 0);
+  if (target === 'deno') return startDenoRouter(ROOT, engineUrls, 0);
   return startRouter(ROOT, target, engineUrls, ['--policy', target], 0);
 }
 

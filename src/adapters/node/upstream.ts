@@ -1,8 +1,8 @@
 /**
  * The Node upstream transport: undici `request` on a keep-alive Agent, behind the core's
  * fetch-shaped `Upstream`. Small non-streaming bodies with a content-length are read whole (cheaper
- * than a stream); everything else is a push-based ReadableStream whose cancel destroys the socket
- * stream, so a client that leaves cancels the engine's work.
+ * than a stream); everything else is read chunk by chunk from undici's body (chunk-source.ts), whose
+ * cancel destroys the socket stream, so a client that leaves cancels the engine's work.
  */
 import { Agent, type Dispatcher } from 'undici';
 import {
@@ -12,6 +12,7 @@ import {
   type UpstreamRequest,
   type UpstreamResponse,
 } from '../../core/contracts/upstream.ts';
+import { chunkSource } from './chunk-source.ts';
 
 export interface UndiciUpstreamOptions {
   /** Max connections per engine origin (default unlimited). */
@@ -31,39 +32,6 @@ function splitUrl(url: string): { origin: string; path: string } {
 }
 
 type UndiciBody = Dispatcher.ResponseData['body'];
-
-function pushStream(body: UndiciBody): ReadableStream<Uint8Array> {
-  let open = true;
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        body.on('data', (chunk: Buffer) => {
-          if (!open) return;
-          controller.enqueue(chunk);
-          if ((controller.desiredSize ?? 1) <= 0) body.pause();
-        });
-        body.on('end', () => {
-          if (!open) return;
-          open = false;
-          controller.close();
-        });
-        body.on('error', (err) => {
-          if (!open) return;
-          open = false;
-          controller.error(err);
-        });
-      },
-      pull() {
-        if (body.isPaused()) body.resume();
-      },
-      cancel() {
-        open = false;
-        body.destroy();
-      },
-    },
-    { highWaterMark: 16 },
-  );
-}
 
 function readWhole(body: UndiciBody, length: number): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
@@ -147,7 +115,7 @@ export function createUndiciUpstream(options: UndiciUpstreamOptions = {}): Undic
         return { status, headers, body };
       }
     }
-    return { status: res.statusCode, headers, body: pushStream(res.body) };
+    return { status: res.statusCode, headers, body: chunkSource(res.body) };
   };
   return Object.assign(upstream, { close: () => agent.close() });
 }

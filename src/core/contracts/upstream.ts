@@ -12,14 +12,30 @@ export interface UpstreamRequest {
   signal: AbortSignal;
 }
 
+/** One reader of a streamed answer: `read` resolves with the next chunk; `cancel` stops the engine's body. */
+export interface ChunkReader {
+  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  cancel(reason?: unknown): Promise<void>;
+}
+
+/**
+ * A streamed answer as the core reads it: a Web `ReadableStream` fits (Deno, Workers, tests), and a
+ * transport may hand over a lighter source of its own (Node: chunks straight from the socket's
+ * stream), so that the relay to the client is the only stream a chunk passes through.
+ */
+export interface ChunkSource {
+  getReader(): ChunkReader;
+  cancel(reason?: unknown): Promise<void>;
+}
+
 /**
  * An engine's answer. `body` is either the whole body (transports may buffer small bodies that
- * announced a content-length) or a stream delivering chunks as they arrive.
+ * announced a content-length) or a source delivering chunks as they arrive.
  */
 export interface UpstreamResponse {
   status: number;
   headers: Record<string, string | string[]>;
-  body: Uint8Array | ReadableStream<Uint8Array> | null;
+  body: Uint8Array | ChunkSource | null;
 }
 
 /** The upstream transport: fetch-shaped, so any runtime's HTTP client fits behind it. */

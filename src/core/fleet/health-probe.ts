@@ -3,7 +3,7 @@
  * clock; healthy iff the engine answers 2xx. Probes never throw: every failure is a result.
  */
 import type { Clock } from '../contracts/runtime.ts';
-import type { Upstream, UpstreamResponse } from '../contracts/upstream.ts';
+import type { ChunkReader, Upstream, UpstreamResponse } from '../contracts/upstream.ts';
 import { engineCall } from '../upstream/engine-call.ts';
 import { fetchWorkerModels } from './discovery.ts';
 
@@ -39,10 +39,7 @@ function isModelsEndpoint(endpoint: string): boolean {
 }
 
 /** Reads a stream to its end, keeping up to MAX_MODELS_BODY bytes when `keep`; undefined past that. */
-async function drain(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  keep: boolean,
-): Promise<string | undefined> {
+async function drain(reader: ChunkReader, keep: boolean): Promise<string | undefined> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {

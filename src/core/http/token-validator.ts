@@ -12,8 +12,9 @@
  */
 import type { Clock } from '../contracts/runtime.ts';
 import { watchdog } from '../contracts/runtime.ts';
-import { StaleConnectionError, type Upstream, type UpstreamResponse } from '../contracts/upstream.ts';
+import { StaleConnectionError, type Upstream } from '../contracts/upstream.ts';
 import type { Logger } from '../observability/logger.ts';
+import { discardBody } from '../upstream/body.ts';
 
 export type ValidationOutcome = 'valid' | 'invalid' | 'unavailable';
 
@@ -46,11 +47,6 @@ function errorKind(err: unknown): string {
   return typeof code === 'string' ? code : err.name;
 }
 
-/** Lets go of a body the router will not read (a stream is cancelled, freeing its connection). */
-function discard(res: UpstreamResponse): void {
-  if (res.body instanceof ReadableStream) res.body.cancel().catch(() => {});
-}
-
 async function ask(deps: ValidatorDeps, url: string, token: string, timeoutMs: number): Promise<UrlAnswer> {
   const controller = new AbortController();
   let timedOut = false;
@@ -77,7 +73,7 @@ async function ask(deps: ValidatorDeps, url: string, token: string, timeoutMs: n
       if (err instanceof StaleConnectionError && !controller.signal.aborted) return send();
       throw err;
     });
-    discard(res);
+    discardBody(res.body);
     return classify(res.status);
   } catch (err) {
     return { kind: 'unavailable', reason: timedOut ? 'timeout' : errorKind(err) };

@@ -6,7 +6,7 @@
  */
 import { RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome, RoutedWorker, RouteInput } from '../contracts/fleet-api.ts';
-import type { UpstreamResponse } from '../contracts/upstream.ts';
+import type { ChunkReader, UpstreamResponse } from '../contracts/upstream.ts';
 import { backoffDelayMs, maxAttempts, type RetrySettings } from '../resilience/backoff.ts';
 import { ABANDONED, type Exchange, SHUTDOWN } from './exchange.ts';
 import type { AttemptTracker } from './stall-watch.ts';
@@ -42,7 +42,7 @@ export interface Leg {
 
 /** A stream's first read, taken before the answer was committed; the relay continues from it. */
 export interface Prefetched {
-  reader: ReadableStreamDefaultReader<Uint8Array>;
+  reader: ChunkReader;
   first: ReadableStreamReadResult<Uint8Array>;
 }
 

@@ -9,7 +9,14 @@
  */
 import { RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome, RoutedWorker } from '../contracts/fleet-api.ts';
-import { StaleConnectionError, UpstreamBodyError, type UpstreamResponse } from '../contracts/upstream.ts';
+import {
+  type ChunkReader,
+  type ChunkSource,
+  StaleConnectionError,
+  UpstreamBodyError,
+  type UpstreamResponse,
+} from '../contracts/upstream.ts';
+import { streamedBody } from '../upstream/body.ts';
 import type { Answered, AttemptRun, Next } from './attempt-run.ts';
 import type { AttemptTracker } from './stall-watch.ts';
 
@@ -147,7 +154,7 @@ export async function sendStep(run: AttemptRun, worker: RoutedWorker, lease: num
     tracker.onAbandon = () => run.abandonAttempt();
     const res = await send(run, worker, run.attemptSignal);
     const answered: Answered = { worker, lease, res, tracker };
-    if (!(res.body instanceof ReadableStream)) answered.firstByteMs = watch.firstByte(tracker);
+    if (!streamedBody(res.body)) answered.firstByteMs = watch.firstByte(tracker);
     return { kind: 'sent', answered };
   } catch (err) {
     watch.end(tracker);
@@ -156,7 +163,7 @@ export async function sendStep(run: AttemptRun, worker: RoutedWorker, lease: num
 }
 
 /** Reads a streamed answer's first chunk; the stall watch may abandon the wait. */
-async function readFirst(reader: ReadableStreamDefaultReader<Uint8Array>, signal: AbortSignal) {
+async function readFirst(reader: ChunkReader, signal: AbortSignal) {
   const cancel = () => void reader.cancel(signal.reason).catch(() => {});
   if (signal.aborted) cancel();
   else signal.addEventListener('abort', cancel, { once: true });
@@ -173,7 +180,7 @@ async function readFirst(reader: ReadableStreamDefaultReader<Uint8Array>, signal
 export async function firstByteStep(run: AttemptRun, a: Answered, outcome: AttemptOutcome): Promise<Next> {
   const { ex } = run;
   const { worker, lease, res, tracker } = a;
-  const body = res.body as ReadableStream<Uint8Array>;
+  const body = res.body as ChunkSource;
   const reader = body.getReader();
   const read = await readFirst(reader, run.attemptSignal);
   if (tracker.abandoned && run.buffered) return abandoned(run, worker, lease, tracker);

@@ -9,14 +9,11 @@ import type { AttemptOutcome, RouteInput, RouteResult } from '../contracts/fleet
 import type { UpstreamResponse } from '../contracts/upstream.ts';
 import { retryAfterMs } from '../resilience/backoff.ts';
 import { outcomeForStatus } from '../resilience/classify.ts';
+import { discardBody, streamedBody } from '../upstream/body.ts';
 import type { Answered, AttemptRun, Next, Routed } from './attempt-run.ts';
 import { firstByteStep } from './attempt-send.ts';
 
 const RETRY_AFTER_STATUSES = new Set([429, 503]);
-
-function discard(res: UpstreamResponse): void {
-  if (res.body instanceof ReadableStream) res.body.cancel().catch(() => {});
-}
 
 const errorNext = (error: RouterError): Next => ({ kind: 'done', result: { kind: 'error', error } });
 
@@ -115,7 +112,7 @@ async function retryStatus(
     await release(run, alt);
     return answer();
   }
-  discard(res);
+  discardBody(res.body);
   if (!run.avoid.includes(worker.id)) run.avoid.push(worker.id);
   await run.settle(worker, lease, after === undefined ? outcome : { ...outcome, retryAfterMs: after });
   if ('kind' in alt || !alt.ok) return { kind: 'wait', delay, reason: `status ${res.status}` };
@@ -130,8 +127,7 @@ export async function decideStep(run: AttemptRun, a: Answered): Promise<Next> {
   const outcome = outcomeForStatus(res.status, ctx.classes);
   const retryable = run.buffered && ctx.classes.retryable.has(res.status);
   if (!retryable) {
-    if (res.body instanceof ReadableStream && a.firstByteMs === undefined)
-      return firstByteStep(run, a, outcome);
+    if (streamedBody(res.body) && a.firstByteMs === undefined) return firstByteStep(run, a, outcome);
     const firstByteMs = a.firstByteMs ?? ctx.stalls.firstByte(a.tracker);
     const result = { kind: 'response' as const, res, worker, lease, outcome: { ...outcome, firstByteMs } };
     return { kind: 'done', result };

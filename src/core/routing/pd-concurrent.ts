@@ -8,6 +8,7 @@
  */
 import { RouterError } from '../contracts/errors.ts';
 import type { RoutedWorker } from '../contracts/fleet-api.ts';
+import { discardBody } from '../upstream/body.ts';
 import type { LegResult } from './attempt-run.ts';
 import { AttemptRun, routeFirst, runAttempts } from './attempts.ts';
 import type { ProxyCall } from './context.ts';
@@ -22,7 +23,7 @@ function dispose(ex: Exchange, outcome: PrefillOutcome): void {
   if (outcome.ok || outcome.result.kind !== 'response') return;
   const { res, lease, prefetched } = outcome.result;
   if (prefetched) prefetched.reader.cancel().catch(() => {});
-  else if (res.body instanceof ReadableStream) res.body.cancel().catch(() => {});
+  else discardBody(res.body);
   void ex.ctx.deps.fleet.settle(lease, outcome.result.outcome);
 }
 

@@ -6,6 +6,7 @@
  * first chunk already read (the attempt loop reads it before committing the answer).
  */
 import { type Clock, type TimerHandle, watchdog } from '../contracts/runtime.ts';
+import type { ChunkReader, ChunkSource } from '../contracts/upstream.ts';
 
 export type RelayEnd = 'end' | 'error' | 'cancel';
 
@@ -33,7 +34,7 @@ export interface RelayOptions {
 
 /** A source whose first read was already taken. */
 export interface PrefetchedSource {
-  reader: ReadableStreamDefaultReader<Uint8Array>;
+  reader: ChunkReader;
   first: ReadableStreamReadResult<Uint8Array>;
 }
 
@@ -83,12 +84,11 @@ class IdleGuard {
 }
 
 export function relayStream(
-  src: ReadableStream<Uint8Array> | PrefetchedSource,
+  src: ChunkSource | PrefetchedSource,
   options: RelayOptions,
 ): ReadableStream<Uint8Array> {
-  const reader = src instanceof ReadableStream ? src.getReader() : src.reader;
-  let pending: ReadableStreamReadResult<Uint8Array> | undefined =
-    src instanceof ReadableStream ? undefined : src.first;
+  const reader = 'reader' in src ? src.reader : src.getReader();
+  let pending: ReadableStreamReadResult<Uint8Array> | undefined = 'first' in src ? src.first : undefined;
   let finished = false;
   let first = true;
   let lastByte = 0x0a;

@@ -1,10 +1,30 @@
+import type { ChunkSource, UpstreamResponse } from '../contracts/upstream.ts';
+
 /** Reads an upstream body (buffered or streamed) to its end, for the router's own small calls. */
-export async function readUpstreamBody(
-  body: Uint8Array | ReadableStream<Uint8Array> | null,
-): Promise<Uint8Array> {
+export async function readUpstreamBody(body: UpstreamResponse['body']): Promise<Uint8Array> {
   if (body === null) return new Uint8Array(0);
   if (body instanceof Uint8Array) return body;
-  return new Uint8Array(await new Response(body).arrayBuffer());
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return concatChunks(chunks, size);
+    chunks.push(value);
+    size += value.byteLength;
+  }
+}
+
+/** A streamed body, if it is one. */
+export function streamedBody(body: UpstreamResponse['body']): ChunkSource | undefined {
+  return body === null || body instanceof Uint8Array ? undefined : body;
+}
+
+/** Stops an answer's streamed body, if it has one (the answer is not used). */
+export function discardBody(body: UpstreamResponse['body']): void {
+  streamedBody(body)
+    ?.cancel()
+    .catch(() => {});
 }
 
 /** The chunks as one array (the only chunk itself when there is one). */
