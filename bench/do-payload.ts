@@ -1,12 +1,12 @@
 /**
  * What a Worker isolate sends its fleet's Durable Object per routing call with `cache_aware`: the
  * route input as the RPC carries it (the UTF-8 bytes of its JSON here), with the prompt as text and as the
- * compact block-hash form the isolates send (src/core/routing/compact-text.ts), for chat prompts
+ * compact block-hash form the isolates send (src/core/policies/compact-text.ts), for chat prompts
  * of about 0.5, 8 and 64 KB, plus what compacting costs the isolate.
  *   npm run bench:do-payload
  */
 import { policyNeeds } from '../src/core/policies/registry.ts';
-import { compactRoutingText } from '../src/core/routing/compact-text.ts';
+import { compactRoutingText } from '../src/core/policies/compact-text.ts';
 import { extractRoutingInput } from '../src/core/routing/routing-input.ts';
 
 const needs = policyNeeds(['cache_aware']);

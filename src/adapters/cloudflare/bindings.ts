@@ -1,6 +1,6 @@
 /**
- * What the Worker's isolates and its fleet Durable Object both read: the bindings (wrangler.toml,
- * secrets) and the router configuration built from them.
+ * What the Worker's isolates and its fleet Durable Objects all read: the bindings (wrangler.toml,
+ * secrets), the router configuration built from them, and the objects' names.
  */
 import { ConfigError } from '../../core/config/errors.ts';
 import { parseRouterConfig, type RouterConfig } from '../../core/config/schema.ts';
@@ -14,6 +14,19 @@ export interface FleetNamespace {
 
 export const DEFAULT_FLEET_OBJECT = 'fleet';
 
+const POOL_MARK = '/pool:';
+
+/** The name of the object that routes `model`'s requests for the fleet object named `fleet`. */
+export function poolObjectName(fleet: string, model: string): string {
+  return `${fleet}${POOL_MARK}${model}`;
+}
+
+/** The fleet object a pool object follows, from the pool object's name. */
+export function fleetOfPool(pool: string): string {
+  const at = pool.indexOf(POOL_MARK);
+  return at < 0 ? DEFAULT_FLEET_OBJECT : pool.slice(0, at);
+}
+
 /** The bindings the Worker and its object share (wrangler.toml, secrets). */
 export interface FleetBindings {
   /** The router configuration as JSON (the same schema as --config files). */
@@ -24,8 +37,13 @@ export interface FleetBindings {
   ADMIN_API_KEY?: string;
   /** Client auth (`auth.apiKeyValidationUrls`): validation URLs, comma or space separated. */
   API_KEY_VALIDATION_URLS?: string;
-  /** The fleet object's namespace (typed as `DurableObjectNamespace<FleetObject>` in fleet-object.ts). */
+  /** The fleet object's namespace (typed as `DurableObjectNamespace<FleetObject>` in object-base.ts). */
   FLEET: FleetNamespace;
+  /**
+   * The model pools' objects (`PoolObject`). Without this binding every request goes to the fleet
+   * object, as before sharding.
+   */
+  FLEET_POOLS?: FleetNamespace;
 }
 
 /** The configuration from the bindings, read alike in isolates and the object; throws a ConfigError naming the field. */

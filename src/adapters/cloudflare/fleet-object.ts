@@ -1,109 +1,69 @@
 /**
- * FleetObject: the fleet's state on Cloudflare Workers. A SQLite-backed Durable Object holding the
- * core `Fleet` (workers, health, breakers, leases, sticky sessions, policy state); isolates call it
- * by RPC (fleet-client.ts) for routing decisions and stream the engines' bytes themselves.
+ * FleetObject: the fleet's main Durable Object on Cloudflare Workers (`idFromName('fleet')`), the
+ * source of truth for the worker registry, admin changes, health probes and what survives restarts.
+ * Requests for a model some worker lists are routed by that model's pool object (pool-object.ts,
+ * `idFromName('fleet/pool:<model>')`), so the ~1,000 calls/s Cloudflare allows one object apply per
+ * model; this object routes requests without a model or for a model no worker lists. Isolates call
+ * both by RPC (fleet-client.ts) and stream the engines' bytes themselves.
  *
- * - Persistence: `Fleet.exportState()` (registry, health, breakers, policy snapshots) is written to
- *   SQLite at once after every admin change, every probe round and every call that moved a breaker
- *   or a worker's health; other changes (processed counts, session bookkeeping) at most every
- *   SOFT_FLUSH_MS. It is restored at start inside `blockConcurrencyWhile`; policy trees rebuild.
- * - Leases live in memory with an expiry (the request timeout) and are reclaimed on the alarm and,
- *   at most once a second, on routing calls. Lease numbers carry the object's start epoch, so a
- *   lease taken before a restart can never release a lease taken after it.
- * - The alarm runs the health tick every --health-check-interval-secs and re-arms itself.
- * - Config: `ROUTER_CONFIG` (JSON, the router's schema) plus secrets, read the same way as in the
- *   isolates. A config whose worker list changed since the state was saved (a redeploy) adds the
- *   new config workers and removes the dropped ones; admin changes otherwise survive restarts.
+ * - Registry: every change (admin call, probe round, breaker or health flip, a breaker a pool
+ *   reported) gets a new version (this start's epoch × 2^32 + a counter), pushed to every pool
+ *   object that pulled it (pool-directory.ts). Admin calls answer once the pools have it.
+ * - Routing calls from an isolate that does not know a model's pool yet are passed on to it: the
+ *   answer names the pool (`shard`, where the settle goes) and carries the registry news.
+ * - Listings (/workers, /get_loads, /readiness) add the pool objects' loads and processed counts;
+ *   /metrics adds their pages; finishing a session reaches every pool.
+ * - Persistence: `Fleet.exportState()` (registry, health, breakers, policy snapshots) in SQLite, at
+ *   once after admin changes, probe rounds and breaker or health flips, otherwise within
+ *   SOFT_FLUSH_MS; restored at start inside `blockConcurrencyWhile`; policy trees rebuild. A config
+ *   whose worker list changed since the state was saved (a redeploy) adds the new config workers
+ *   and removes the dropped ones; admin changes otherwise survive restarts.
+ * - The alarm runs the health tick every --health-check-interval-secs (and reclaims expired leases).
  */
-import { DurableObject } from 'cloudflare:workers';
-import type { RouterConfig } from '../../core/config/schema.ts';
-import { RouterError } from '../../core/contracts/errors.ts';
+import type { FleetSnapshot, RouteInput } from '../../core/contracts/fleet-api.ts';
 import {
-  type AttemptOutcome,
-  type FleetSnapshot,
   type ProbeReport,
-  type RouteInput,
   WorkerConflictError,
   type WorkerInfo,
   type WorkerPatch,
   type WorkerSpec,
 } from '../../core/contracts/fleet-api.ts';
-import { type Clock, systemClock, systemRandom } from '../../core/contracts/runtime.ts';
-import type { Fleet } from '../../core/fleet/fleet.ts';
 import { workerSpecsFromConfig } from '../../core/fleet/from-config.ts';
-import type { Logger } from '../../core/observability/logger.ts';
-import { MetricsRegistry } from '../../core/observability/metrics.ts';
-import { createRouter, type Router } from '../../core/router.ts';
-import { fetchUpstream } from '../../core/upstream/fetch-upstream.ts';
-import { type FleetBindings, readRouterConfig } from './bindings.ts';
-import { consoleSink } from './console-sink.ts';
-import {
-  type AddWorkerReply,
-  type FleetRpc,
-  MetricsAggregate,
-  type MetricsDelta,
-  type RouteReply,
+import { poolObjectName } from './bindings.ts';
+import { sumMetricsTexts } from './metrics-sum.ts';
+import { FleetObjectBase, LEASE_SPAN } from './object-base.ts';
+import { PoolDirectory } from './pool-directory.ts';
+import { PoolLoads } from './pool-loads.ts';
+import type {
+  AddWorkerReply,
+  CircuitReport,
+  FleetRpc,
+  MetricsDelta,
+  RegistrySnapshot,
+  RouteReply,
 } from './rpc.ts';
 import { restoreSaved, type SavedState, specId } from './saved-fleet.ts';
-import { StateStore } from './state-store.ts';
 
-/** The bindings, with the fleet namespace typed by this class. */
-export interface FleetEnv extends FleetBindings {
-  FLEET: DurableObjectNamespace<FleetObject>;
-}
+export { type FleetEnv, SOFT_FLUSH_MS } from './object-base.ts';
 
-/** Lease numbers: epoch × LEASE_SPAN + the fleet's own lease number. */
-const LEASE_SPAN = 2 ** 32;
-export const SOFT_FLUSH_MS = 10_000;
-const EXPIRE_EVERY_MS = 1_000;
 const STARTUP_PROBE_WAIT_MS = 5_000;
 
-export class FleetObject extends DurableObject<FleetEnv> implements FleetRpc {
-  /** The object's wall clock (leases, breakers, sessions); tests may shift it. */
-  now: () => number = () => Date.now();
-  /** RPC calls served, by method (tests and benchmarks read it). */
-  readonly calls: Record<string, number> = {};
-  private readonly clock: Clock = { ...systemClock, now: () => this.now() };
-  private readonly metrics = new MetricsRegistry();
-  private readonly callCounter = this.metrics.counter(
-    'vllm_router_fleet_object_calls_total',
-    'Calls served by the fleet Durable Object, by method (Cloudflare: about 1,000/s per object)',
-    ['method'],
-  );
-  private readonly requestMetrics = new MetricsAggregate();
-  private readonly store: StateStore;
-  private config!: RouterConfig;
-  private router!: Router<Fleet>;
-  private fleet!: Fleet;
-  private logger!: Logger;
-  private leaseBase = 0;
-  /** A breaker or health flip happened during this call: persist before answering. */
-  private urgent = false;
-  private flushTimer: ReturnType<typeof setTimeout> | undefined;
-  private nextExpiry = 0;
+export class FleetObject extends FleetObjectBase implements FleetRpc {
+  private pools: PoolDirectory | undefined;
+  private poolLoads: PoolLoads | undefined;
+  /** The registry version pools follow, and the registry it was given for. */
+  private version = 0;
+  private versionOf = '';
+  /** The push of the latest registry version to the pool objects. */
+  private pushed: Promise<void> = Promise.resolve();
 
-  constructor(ctx: DurableObjectState, env: FleetEnv) {
-    super(ctx, env);
-    this.store = new StateStore(ctx.storage);
-    void ctx.blockConcurrencyWhile(() => this.start());
-  }
-
-  private async start(): Promise<void> {
-    this.config = readRouterConfig(this.env);
-    this.router = createRouter(this.config, {
-      upstream: fetchUpstream(),
-      logSink: consoleSink,
-      clock: this.clock,
-      random: systemRandom,
-      metrics: this.metrics,
-      onFleetEvent: () => {
-        this.urgent = true;
-      },
-    });
-    this.fleet = this.router.fleet;
-    this.logger = this.router.logger;
-    this.leaseBase = this.store.nextEpoch() * LEASE_SPAN;
-
+  protected async start(): Promise<void> {
+    this.build();
+    this.version = this.epoch * LEASE_SPAN;
+    if (this.env.FLEET_POOLS) {
+      this.pools = new PoolDirectory(this.env.FLEET_POOLS, this.store, this.logger);
+      this.poolLoads = new PoolLoads(this.pools);
+    }
     const saved = this.store.load<SavedState>('fleet');
     const probeNow =
       saved === undefined || restoreSaved(this.fleet, saved, workerSpecsFromConfig(this.config));
@@ -146,120 +106,130 @@ export class FleetObject extends DurableObject<FleetEnv> implements FleetRpc {
     }
   }
 
-  // ---- persistence ---------------------------------------------------------------------------
+  // ---- persistence and the registry the pools follow -----------------------------------------
 
-  /** Writes pending changes now (what the soft-flush timer does within SOFT_FLUSH_MS). */
-  flush(): void {
-    this.persist();
-  }
-
-  private persist(): void {
-    this.urgent = false;
-    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
+  protected save(): void {
     const state: SavedState = {
       fleet: this.fleet.exportState(),
       configWorkers: workerSpecsFromConfig(this.config).map(specId),
     };
     this.store.save('fleet', state);
+    this.pushed = this.publish();
   }
 
-  /** After a call that changed state: persist now if it mattered, else within SOFT_FLUSH_MS. */
-  private changed(): void {
-    if (this.urgent) this.persist();
-    else this.flushTimer ??= setTimeout(() => this.persist(), SOFT_FLUSH_MS);
+  /** The registry under its version; the version moves when the registry changed since. */
+  private currentRegistry(): RegistrySnapshot & { changed: boolean } {
+    const workers = this.fleet.registry.view();
+    const text = JSON.stringify(workers);
+    const changed = text !== this.versionOf;
+    if (changed) {
+      this.versionOf = text;
+      this.version++;
+    }
+    return { version: this.version, workers, changed };
   }
 
-  /** Serves one RPC call: counts it, then persists what it changed (`now`) or schedules it (`soon`). */
-  private serve<T>(method: string, fn: () => T, write?: 'now' | 'soon'): T {
-    this.calls[method] = (this.calls[method] ?? 0) + 1;
-    this.callCounter.labels(method).inc();
-    const result = fn();
-    if (write === 'now') this.persist();
-    else if (write === 'soon') this.changed();
+  /** Pushes the registry to every pool object if it changed (never throws). */
+  private publish(): Promise<void> {
+    const { changed, ...snapshot } = this.currentRegistry();
+    return changed ? this.push(snapshot) : Promise.resolve();
+  }
+
+  private async push(snapshot: RegistrySnapshot): Promise<void> {
+    await this.pools?.each('follow', (pool) => pool.follow(snapshot));
+  }
+
+  /** Serves an admin call that changes the registry: persisted, and pushed before it answers. */
+  private async change<T>(method: string, fn: () => T): Promise<T> {
+    const result = this.serve(method, fn, 'now');
+    await this.pushed;
     return result;
-  }
-
-  private expireDue(): void {
-    const now = this.now();
-    if (now < this.nextExpiry) return;
-    this.nextExpiry = now + EXPIRE_EVERY_MS;
-    this.fleet.expireLeases();
   }
 
   // ---- RPC -----------------------------------------------------------------------------------
 
-  async route(input: RouteInput): Promise<RouteReply> {
-    this.expireDue();
-    return this.serve('route', () => this.routeOnce(input), 'soon');
-  }
-
-  private routeOnce(input: RouteInput): RouteReply {
-    try {
-      const result = this.fleet.route(input);
-      return result.ok ? { ...result, lease: this.leaseBase + result.lease } : result;
-    } catch (err) {
-      if (!(err instanceof RouterError)) throw err;
-      const error: Extract<RouteReply, { code: 'router_error' }>['error'] = {
-        code: err.code,
-        message: err.message,
-      };
-      if (err.param !== null) error.param = err.param;
-      if (err.retryAfterSecs !== undefined) error.retryAfterSecs = err.retryAfterSecs;
-      return { ok: false, code: 'router_error', error };
+  async route(input: RouteInput, known?: number): Promise<RouteReply> {
+    const model = input.model;
+    let reply: RouteReply | undefined;
+    // A caller that follows versions settles where `shard` says: pass its request on to the pool.
+    if (this.pools && known !== undefined && model !== undefined && this.fleet.models().includes(model)) {
+      const shard = poolObjectName(this.name, model);
+      try {
+        reply = { ...(await this.pools.stub(shard).route(input, known)), shard };
+        this.count('route');
+      } catch (err) {
+        this.logger.warn('pool object did not answer a route; routed here', { pool: shard, error: err });
+      }
     }
+    reply ??= this.routeHere(input);
+    if (known !== undefined && known < this.version) {
+      reply.news = { version: this.version, models: this.fleet.models() };
+    }
+    return reply;
   }
 
-  async settle(lease: number, outcome: AttemptOutcome, metrics?: MetricsDelta): Promise<boolean> {
-    if (metrics) this.requestMetrics.add(metrics);
-    const local = lease - this.leaseBase;
-    // A lease from before a restart is already gone (and its number may be reused).
-    const ours = local > 0 && local < LEASE_SPAN;
-    return this.serve('settle', () => ours && this.fleet.settle(local, outcome), 'soon');
+  async registry(pool: string): Promise<RegistrySnapshot> {
+    this.pools?.register(pool);
+    const { changed, ...snapshot } = this.serve('registry', () => this.currentRegistry());
+    if (changed) this.pushed = this.push(snapshot);
+    return snapshot;
+  }
+
+  async reportCircuits(reports: CircuitReport[]): Promise<void> {
+    const moved = this.serve('reportCircuits', () =>
+      reports.filter((r) => this.fleet.registry.adoptCircuit(r.id, { state: r.open ? 'open' : 'closed' })),
+    );
+    if (moved.length > 0) this.persist();
   }
 
   async listWorkers(): Promise<WorkerInfo[]> {
     this.expireDue();
-    return this.serve('listWorkers', () => this.fleet.listWorkers());
+    const workers = this.serve('listWorkers', () => this.fleet.listWorkers());
+    return this.poolLoads ? this.poolLoads.add(workers) : workers;
   }
 
   async getWorker(id: string): Promise<WorkerInfo | undefined> {
-    return this.serve('getWorker', () => this.fleet.getWorker(id));
+    const w = this.serve('getWorker', () => this.fleet.getWorker(id));
+    return this.poolLoads ? (await this.poolLoads.add(w ? [w] : [], id))[0] : w;
   }
 
   async addWorker(spec: WorkerSpec): Promise<AddWorkerReply> {
-    return this.serve(
-      'addWorker',
-      (): AddWorkerReply => {
-        try {
-          return { ok: true, worker: this.fleet.addWorker(spec) };
-        } catch (err) {
-          if (err instanceof WorkerConflictError) return { ok: false, conflict: err.message };
-          throw err;
-        }
-      },
-      'now',
-    );
+    return this.change('addWorker', (): AddWorkerReply => {
+      try {
+        const worker = this.fleet.addWorker(spec);
+        this.poolLoads?.added(worker.id);
+        return { ok: true, worker };
+      } catch (err) {
+        if (err instanceof WorkerConflictError) return { ok: false, conflict: err.message };
+        throw err;
+      }
+    });
   }
 
   async updateWorker(id: string, patch: WorkerPatch): Promise<WorkerInfo | undefined> {
-    return this.serve('updateWorker', () => this.fleet.updateWorker(id, patch), 'now');
+    return this.change('updateWorker', () => this.fleet.updateWorker(id, patch));
   }
 
   async recordProbes(reports: ProbeReport[]): Promise<void> {
-    return this.serve('recordProbes', () => this.fleet.recordProbes(reports), 'now');
+    return this.change('recordProbes', () => this.fleet.recordProbes(reports));
   }
 
   async removeWorker(id: string): Promise<boolean> {
-    return this.serve('removeWorker', () => this.fleet.removeWorker(id), 'now');
+    return this.change('removeWorker', () => {
+      const listed = this.fleet.getWorker(id);
+      const removed = this.fleet.removeWorker(id);
+      if (listed && !this.fleet.getWorker(id)) this.poolLoads?.forgotten(listed);
+      return removed;
+    });
   }
 
   async setWorkerModels(id: string, models: string[]): Promise<void> {
-    return this.serve('setWorkerModels', () => this.fleet.setWorkerModels(id, models), 'now');
+    return this.change('setWorkerModels', () => this.fleet.setWorkerModels(id, models));
   }
 
   async finishSession(sessionId: string): Promise<void> {
-    return this.serve('finishSession', () => this.fleet.finishSession(sessionId), 'soon');
+    this.serve('finishSession', () => this.fleet.finishSession(sessionId), 'soon');
+    await this.pools?.each('finishSession', (p) => p.finishSession(sessionId));
   }
 
   async models(): Promise<string[]> {
@@ -268,13 +238,13 @@ export class FleetObject extends DurableObject<FleetEnv> implements FleetRpc {
 
   async snapshot(): Promise<FleetSnapshot> {
     this.expireDue();
-    return this.serve('snapshot', () => this.fleet.snapshot());
+    const { workers, models } = this.serve('snapshot', () => this.fleet.snapshot());
+    return { workers: this.poolLoads ? await this.poolLoads.add(workers) : workers, models };
   }
 
   async metricsText(metrics?: MetricsDelta): Promise<string> {
     if (metrics) this.requestMetrics.add(metrics);
-    this.expireDue();
-    const fleetText = await this.serve('metricsText', () => this.metrics.render());
-    return fleetText + this.requestMetrics.render();
+    const own = await this.ownMetricsText();
+    return sumMetricsTexts(own, (await this.pools?.each('metricsText', (p) => p.metricsText())) ?? []);
   }
 }

@@ -3,15 +3,16 @@
  *
  * Each isolate builds the core app once (cached) from `env.ROUTER_CONFIG` (JSON, validated by the
  * router's schema) and the secrets (`ROUTER_API_KEY` → `workers.apiKey`), around a `FleetApi` that
- * calls the `FleetObject` Durable Object by RPC. The isolate fetches the engines itself (the Web
- * `fetch` transport) and streams their bytes to the client: only routing calls reach the object,
- * never bodies. A request that succeeds on its first attempt makes exactly two object calls:
- * `route`, then `settle` (kept alive with `waitUntil`).
+ * calls the fleet's Durable Objects by RPC (fleet-client.ts): a model's requests go to that model
+ * pool's `PoolObject`, everything else to the `FleetObject`. The isolate fetches the engines itself
+ * (the Web `fetch` transport) and streams their bytes to the client: only routing calls reach the
+ * objects, never bodies. A request that succeeds on its first attempt makes exactly two object
+ * calls: `route`, then `settle` (kept alive with `waitUntil`), both to the same object.
  *
- * /metrics is rendered by the object: its fleet metrics (worker health, load, breakers, policy
- * decisions) plus the request metrics every isolate counts locally and ships, piggybacked on a
- * settle it makes anyway (at most once per METRICS_SHIP_MS) and on every /metrics call it serves.
- * No extra object calls; see docs/cloudflare.md for what that leaves out.
+ * /metrics is rendered by the main object: the fleet metrics of every object (worker health, load,
+ * breakers, policy decisions) plus the request metrics every isolate counts locally and ships,
+ * piggybacked on a settle it makes anyway (at most once per METRICS_SHIP_MS) and on every /metrics
+ * call it serves. No extra object calls; see docs/cloudflare.md for what that leaves out.
  */
 import { waitUntil } from 'cloudflare:workers';
 import type { Hono } from 'hono';
@@ -27,9 +28,11 @@ import { readRouterConfig } from './bindings.ts';
 import { consoleSink } from './console-sink.ts';
 import { FleetClient } from './fleet-client.ts';
 import type { FleetEnv } from './fleet-object.ts';
+import { familyFrom } from './metrics-sum.ts';
 import type { MetricsDelta } from './rpc.ts';
 
 export { FleetObject } from './fleet-object.ts';
+export { PoolObject } from './pool-object.ts';
 
 // The main module may export only handlers and classes (workerd rejects other values).
 
@@ -62,16 +65,8 @@ class IsolateMetrics extends MetricsRegistry {
       const lines: string[] = [];
       family.render(lines);
       family.clear();
-      const head: string[] = [];
-      const series: [string, number][] = [];
-      for (const line of lines) {
-        if (line.startsWith('#')) head.push(line);
-        else {
-          const space = line.lastIndexOf(' ');
-          series.push([line.slice(0, space), Number(line.slice(space + 1))]);
-        }
-      }
-      if (series.length > 0) delta.push({ name: family.name, head, series });
+      const counted = familyFrom(family.name, lines);
+      if (counted.series.length > 0) delta.push(counted);
     }
     return delta.length > 0 ? delta : undefined;
   }
@@ -113,6 +108,9 @@ function buildRouter(env: FleetEnv): WorkerRouter {
   const metrics = new IsolateMetrics();
   let logger: Logger | undefined;
   const client = new FleetClient(env.FLEET, {
+    ...(env.FLEET_POOLS ? { pools: env.FLEET_POOLS } : {}),
+    // Twice the request timeout: the core settles every lease before then.
+    leaseTtlMs: 2 * config.server.requestTimeoutSecs * 1000,
     waitUntil,
     takeMetrics: () => metrics.take(),
     onSettleError: (error) => logger?.warn('settle did not reach the fleet object', { error }),

@@ -25,10 +25,13 @@ import type { PolicyContext } from '../policies/policy.ts';
 import type { BreakerSettings, BreakerTransition } from '../resilience/circuit-breaker.ts';
 import { chooseCandidates } from './candidates.ts';
 import { createFleetMetrics, type FleetMetrics } from './fleet-metrics.ts';
-import { type HealthSettings, recordProbe } from './health-state.ts';
+import type { FleetSharing } from './fleet-sharing.ts';
+import type { HealthSettings } from './health-state.ts';
 import { LeaseTable } from './leases.ts';
 import { type PersistedFleet, persistWorker, restoreWorker } from './persisted.ts';
-import { PoolSet, WILDCARD } from './pools.ts';
+import { type Pool, PoolSet, WILDCARD } from './pools.ts';
+import { applyProbes } from './probe-results.ts';
+import { RegistryLink } from './registry-view.ts';
 import { admit, recordOutcome } from './worker-outcome.ts';
 import { type SignalSettings, signalSettings } from './worker-signals.ts';
 import { applyWorkerPatch, createWorkerRecord, type WorkerRecord, workerInfo } from './workers.ts';
@@ -52,6 +55,8 @@ export interface FleetOptions {
   metrics?: MetricsRegistry;
   /** Told about health and breaker changes (for the log): `warn` when a worker drops out. */
   onEvent?: (level: 'info' | 'warn', message: string, fields: Record<string, unknown>) => void;
+  /** Router replicas sharing a store: told of this fleet's own breaker and health changes. */
+  sharing?: Pick<FleetSharing, 'circuitChanged' | 'healthChanged'>;
 }
 
 const NO_BREAKER: BreakerSettings = {
@@ -63,16 +68,23 @@ const NO_BREAKER: BreakerSettings = {
 };
 
 export class Fleet implements FleetApi {
-  private readonly workers = new Map<string, WorkerRecord>();
-  private readonly pools: PoolSet;
+  protected readonly workers = new Map<string, WorkerRecord>();
+  protected readonly pools: PoolSet;
   private readonly leases = new LeaseTable();
   private readonly breaker: BreakerSettings;
   /** The breaker and signal settings, as recordOutcome takes them. */
   private readonly settings: { breaker: BreakerSettings; signals: SignalSettings };
-  private readonly probing: boolean;
+  protected readonly probing: boolean;
   private readonly fleetMetrics: FleetMetrics;
+  /** The registry as another fleet follows it, in place (registry-view.ts: Workers pool objects). */
+  readonly registry = new RegistryLink(this.workers, {
+    probing: () => this.probing,
+    now: () => this.options.clock.now(),
+    changed: () => this.changed(),
+    remove: (id) => this.removeWorker(id),
+  });
 
-  constructor(private readonly options: FleetOptions) {
+  constructor(protected readonly options: FleetOptions) {
     this.breaker = options.breaker ?? NO_BREAKER;
     this.settings = {
       breaker: this.breaker,
@@ -84,16 +96,22 @@ export class Fleet implements FleetApi {
     for (const spec of options.workers ?? []) this.addWorker(spec);
   }
 
-  route(input: RouteInput): RouteResult {
+  /** The pool a request goes to; undefined when no worker serves its model. */
+  protected poolFor(input: RouteInput): Pool | undefined {
     const model = input.model;
     const { knownModels } = this.pools;
-    if (model !== undefined && !this.pools.hasUnknownModels && !knownModels.includes(model)) {
+    if (model !== undefined && !this.pools.hasUnknownModels && !knownModels.includes(model)) return undefined;
+    const role = input.role ?? 'regular';
+    return this.pools.get(role, model === undefined || knownModels.includes(model) ? model : WILDCARD);
+  }
+
+  route(input: RouteInput): RouteResult {
+    const pool = this.poolFor(input);
+    if (!pool) {
       return this.workers.size === 0
         ? { ok: false, code: 'no_available_workers', models: [] }
-        : { ok: false, code: 'model_not_found', models: [...knownModels] };
+        : { ok: false, code: 'model_not_found', models: [...this.pools.knownModels] };
     }
-    const role = input.role ?? 'regular';
-    const pool = this.pools.get(role, model === undefined || knownModels.includes(model) ? model : WILDCARD);
     const now = this.options.clock.now();
     const candidates = chooseCandidates(pool.members, input, { now, ...this.settings });
     const picked = candidates.length === 0 ? undefined : pool.policy.select(candidates, input);
@@ -126,7 +144,7 @@ export class Fleet implements FleetApi {
         until: w.signals.quarantineUntil,
       });
     }
-    if (w.draining && w.load === 0 && this.workers.get(w.id) === w) this.forget(w);
+    if (w.draining && w.ownLoad === 0 && this.workers.get(w.id) === w) this.forget(w);
     return true;
   }
 
@@ -137,7 +155,7 @@ export class Fleet implements FleetApi {
       const w = lease.worker;
       this.pools.byKey(lease.poolKey)?.policy.onSettle?.(w, { kind: 'aborted' }, lease);
       recordOutcome(lease, { kind: 'aborted' }, this.options.clock.now(), this.settings);
-      if (w.draining && w.load === 0 && this.workers.get(w.id) === w) this.forget(w);
+      if (w.draining && w.ownLoad === 0 && this.workers.get(w.id) === w) this.forget(w);
     }
     return expired.length;
   }
@@ -173,7 +191,7 @@ export class Fleet implements FleetApi {
   removeWorker(id: string): boolean {
     const w = this.workers.get(id);
     if (!w) return false;
-    if (w.load > 0) {
+    if (w.ownLoad > 0) {
       w.draining = true;
       this.changed();
     } else {
@@ -185,33 +203,15 @@ export class Fleet implements FleetApi {
   recordProbes(reports: ProbeReport[]): void {
     const settings = this.options.health ?? { failureThreshold: 1, successThreshold: 1 };
     const now = this.options.clock.now();
-    const byUrl = new Map(reports.map((r) => [r.url, r]));
-    let modelsChanged = false;
-    for (const w of this.workers.values()) {
-      const report = byUrl.get(w.url);
-      if (!report) continue;
-      const r = recordProbe(w.health, settings, report.ok, now, report.error);
-      w.health = r.state;
-      if (r.changed) {
-        this.options.onEvent?.(
-          r.state.healthy ? 'info' : 'warn',
-          r.state.healthy ? 'worker healthy' : 'worker unhealthy',
-          {
-            worker: w.id,
-            ...(report.error ? { error: report.error } : {}),
-          },
-        );
-      }
-      if (
-        report.models &&
-        report.models.length > 0 &&
-        !w.modelsStatic &&
-        !sameList(w.models, report.models)
-      ) {
-        w.models = [...report.models];
-        modelsChanged = true;
-      }
-    }
+    const modelsChanged = applyProbes(this.workers.values(), reports, settings, now, (w, healthy, error) => {
+      this.options.sharing?.healthChanged(w.id, healthy);
+      const fields = { worker: w.id, ...(error ? { error } : {}) };
+      this.options.onEvent?.(
+        healthy ? 'info' : 'warn',
+        healthy ? 'worker healthy' : 'worker unhealthy',
+        fields,
+      );
+    });
     if (modelsChanged) this.changed();
   }
 
@@ -266,6 +266,10 @@ export class Fleet implements FleetApi {
 
   private transitioned(w: WorkerRecord, t: BreakerTransition): void {
     this.fleetMetrics.transition(w.id, t);
+    this.options.sharing?.circuitChanged(w.id, {
+      state: t.to,
+      ...(w.breaker.openedAt === undefined ? {} : { openedAt: w.breaker.openedAt }),
+    });
     this.options.onEvent?.(t.to === 'open' ? 'warn' : 'info', 'circuit breaker', {
       worker: w.id,
       from: t.from,
@@ -273,17 +277,13 @@ export class Fleet implements FleetApi {
     });
   }
 
-  private forget(w: WorkerRecord): void {
+  protected forget(w: WorkerRecord): void {
     this.workers.delete(w.id);
     for (const [, pool] of this.pools.all()) pool.policy.onWorkerRemoved?.(w.id);
     this.changed();
   }
 
-  private changed(): void {
+  protected changed(): void {
     this.pools.changed();
   }
-}
-
-function sameList(a: string[] | null, b: string[]): boolean {
-  return a !== null && a.length === b.length && a.every((x, i) => x === b[i]);
 }

@@ -39,6 +39,7 @@ export class LeaseTable {
     const { probe, generation } = gate;
     this.leases.set(id, { worker, poolKey, expiresAt, probe, generation, ...attempt });
     worker.load++;
+    worker.ownLoad++;
     worker.processed++;
     return id;
   }
@@ -49,6 +50,7 @@ export class LeaseTable {
     if (!lease) return undefined;
     this.leases.delete(id);
     lease.worker.load--;
+    lease.worker.ownLoad--;
     return lease;
   }
 

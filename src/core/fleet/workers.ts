@@ -30,8 +30,10 @@ export interface WorkerRecord extends WorkerOverrides {
   /** Cooldown, quarantine and latency estimates from its recent answers (worker-signals.ts). */
   signals: WorkerSignals;
   draining: boolean;
-  /** Requests in flight (leases held). */
+  /** Requests in flight: this router's leases, plus other replicas' (a shared store) when known. */
   load: number;
+  /** Requests in flight on this router (its leases held). */
+  ownLoad: number;
   /** Requests routed here since it joined. */
   processed: number;
 }
@@ -82,6 +84,7 @@ export function createWorkerRecord(spec: WorkerSpec, options: { probing: boolean
     signals: initialSignals(),
     draining: false,
     load: 0,
+    ownLoad: 0,
     processed: 0,
   };
 }

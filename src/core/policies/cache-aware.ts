@@ -101,7 +101,12 @@ export function createCacheAware(ctx: PolicyContext): Policy {
       };
       tree.matchAndInsert(text, (id) => byId.has(id), choose, now);
       tree.evict(maxTreeSize, maxTreeBytes);
+      ctx.sharing?.prefixRecorded(ctx.pool, text, chosen.id);
       return chosen;
+    },
+    recordPrefix(text: string, workerId: string) {
+      tree.insert(text.length > maxTextChars ? text.slice(0, maxTextChars) : text, workerId, ctx.clock.monotonic());
+      tree.evict(maxTreeSize, maxTreeBytes);
     },
     onWorkerRemoved(workerId: string) {
       tree.removeTenant(workerId);

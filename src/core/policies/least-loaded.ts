@@ -25,7 +25,11 @@ export function sessionRequiredMessage(sessionKey: string | undefined): string {
 export function createLeastLoaded(ctx: PolicyContext): Policy {
   const { sessionExpirationSecs, maxSessions, maxSessionIdBytes } = ctx.sll;
   const ttlMs = sessionExpirationSecs * 1000;
-  const table = new SessionTable({ ttlMs, activeWindowMs: ttlMs });
+  const table = new SessionTable({
+    ttlMs,
+    activeWindowMs: ttlMs,
+    onAssign: (id, worker) => ctx.sharing?.sessionPlaced(ctx.pool, id, worker),
+  });
   const ties = new TieBreaker();
   const sessions = (w: PolicyWorker) => table.pinnedOn(w.id);
   const message = sessionRequiredMessage(ctx.settings.sessionKey);
@@ -50,6 +54,6 @@ export function createLeastLoaded(ctx: PolicyContext): Policy {
       if (table.size < maxSessions && utf8Length(id) <= maxSessionIdBytes) table.assign(id, chosen.id, now);
       return chosen;
     },
-    ...sessionHooks(table, () => ties.reset()),
+    ...sessionHooks(table, () => ties.reset(), { now: () => ctx.clock.now(), maxSessions }),
   };
 }

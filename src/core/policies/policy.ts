@@ -29,6 +29,12 @@ export interface Policy {
   onWorkerRemoved?(workerId: string): void;
   /** `POST /finish_session`: forget this session (idempotent). */
   finishSession?(sessionId: string): void;
+  /** Session policies: this instance holds the session (placed here or adopted). */
+  knowsSession?(sessionId: string): boolean;
+  /** Session policies: another router replica placed the session on `workerId`. */
+  adoptSession?(sessionId: string, workerId: string): void;
+  /** cache_aware: another router replica sent `text` to `workerId` (it is likely in that cache). */
+  recordPrefix?(text: string, workerId: string): void;
   reset?(): void;
   /** State worth keeping across a restart (sticky sessions), as plain JSON; trees are rebuilt instead. */
   snapshot?(): unknown;
@@ -69,4 +75,14 @@ export interface PolicyContext {
   pool: string;
   /** Shared by every instance of the router (the Fleet fills it in); absent: the instance's own. */
   shared?: SharedPolicyState;
+  /** Told of the placements this instance makes, for router replicas sharing a store (fleet-sharing.ts). */
+  sharing?: PolicySharing;
+}
+
+/** What a policy instance reports of its own placements (never of adopted ones). */
+export interface PolicySharing {
+  /** A session policy of pool `pool` placed a session on a worker or moved it there. */
+  sessionPlaced(pool: string, sessionId: string, workerId: string): void;
+  /** `cache_aware` in pool `pool` sent `text` to a worker (it is now likely in that engine's cache). */
+  prefixRecorded(pool: string, text: string, workerId: string): void;
 }

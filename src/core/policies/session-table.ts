@@ -21,6 +21,8 @@ export interface SessionTableOptions {
   activeWindowMs: number;
   /** Expired sessions are swept at most this often (ms; default 0: at every `age`). */
   sweepIntervalMs?: number;
+  /** Told of every placement this table makes itself (new or moved), not of adopted ones. */
+  onAssign?: (id: string, worker: string) => void;
 }
 
 function bump(counts: Map<string, number>, worker: string, by: number): void {
@@ -43,8 +45,10 @@ export class SessionTable {
   private readonly windowMs: number;
   private readonly sweepIntervalMs: number;
   private lastSweep = Number.NEGATIVE_INFINITY;
+  private readonly onAssign: ((id: string, worker: string) => void) | undefined;
 
   constructor(options: SessionTableOptions) {
+    this.onAssign = options.onAssign;
     this.ttlMs = options.ttlMs;
     this.windowMs = Math.min(options.activeWindowMs, options.ttlMs);
     this.sweepIntervalMs = options.sweepIntervalMs ?? 0;
@@ -124,6 +128,13 @@ export class SessionTable {
 
   /** Places a session (new or known) on `worker`, as an access at `now`. */
   assign(id: string, worker: string, now: number, movedAt?: number): void {
+    this.adopt(id, worker, now, movedAt);
+    this.onAssign?.(id, worker);
+  }
+
+  /** Places a session where another replica put it (as `assign`, without telling `onAssign`). */
+  adopt(id: string, worker: string, now: number, movedAt?: number): void {
+    if (this.pinned.get(id)?.worker === worker) return this.touch(id, now);
     this.release(id);
     const e: SessionEntry = { worker, lastAccess: now };
     if (movedAt !== undefined) e.movedAt = movedAt;
@@ -204,8 +215,18 @@ export class SessionTable {
 }
 
 /** The Policy hooks every session policy shares: persistence, /finish_session, worker removal. */
-export function sessionHooks(table: SessionTable, onReset: () => void) {
+export function sessionHooks(
+  table: SessionTable,
+  onReset: () => void,
+  limits: { now: () => number; maxSessions: number },
+) {
   return {
+    knowsSession: (sessionId: string) => table.get(sessionId, limits.now()) !== undefined,
+    adoptSession: (sessionId: string, workerId: string) => {
+      const now = limits.now();
+      if (table.size >= limits.maxSessions && !table.get(sessionId)) table.age(now, true);
+      if (table.size < limits.maxSessions || table.get(sessionId)) table.adopt(sessionId, workerId, now);
+    },
     snapshot: () => ({ sessions: table.export() }),
     restore: (state: unknown) => table.import((state as { sessions?: unknown } | undefined)?.sessions),
     finishSession: (sessionId: string) => void table.release(sessionId),

@@ -97,6 +97,7 @@ export function createStickyLeastLoaded(ctx: PolicyContext): Policy {
     ttlMs: sessionExpirationSecs * 1000,
     activeWindowMs: (activeWindowSecs ?? sessionExpirationSecs) * 1000,
     sweepIntervalMs: SWEEP_INTERVAL_MS,
+    onAssign: (id, worker) => ctx.sharing?.sessionPlaced(ctx.pool, id, worker),
   });
   const ties = new TieBreaker();
   const rebalances = sllRebalances(ctx.metrics);
@@ -132,7 +133,7 @@ export function createStickyLeastLoaded(ctx: PolicyContext): Policy {
     );
   };
 
-  const hooks = sessionHooks(table, () => ties.reset());
+  const hooks = sessionHooks(table, () => ties.reset(), { now: () => ctx.clock.now(), maxSessions });
   return {
     name: 'sticky_least_loaded',
     select(candidates: readonly PolicyWorker[], input: RouteInput) {

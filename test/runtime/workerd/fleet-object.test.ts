@@ -5,7 +5,7 @@
 import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import type { RouteResult } from '../../../src/core/contracts/fleet-api.ts';
-import { engines, freshFleet, inObject } from './helpers.ts';
+import { engines, freshFleet, inObject, inPool } from './helpers.ts';
 import { HEALTH, REQUEST_TIMEOUT_SECS } from './router-config.ts';
 
 /**
@@ -69,8 +69,8 @@ describe('FleetObject', () => {
     expect(await client.settle(fresh.lease, { kind: 'success', status: 200 })).toBe(true);
   });
 
-  it('keeps sticky sessions across a restart', async () => {
-    const { stub, client } = freshFleet('sticky');
+  it("keeps sticky sessions across a restart (in the model's pool object)", async () => {
+    const { stub, client, pool } = freshFleet('sticky');
     const sessions = Array.from({ length: 8 }, (_, i) => `session-${i}`);
     const placed = new Map<string, string>();
     for (const sessionId of sessions) {
@@ -79,16 +79,17 @@ describe('FleetObject', () => {
       await client.settle(r.lease, { kind: 'success', status: 200 });
     }
     // What the soft-flush timer would do within SOFT_FLUSH_MS.
-    const policies = await inObject(stub, (instance, state) => {
+    const policies = await inPool(pool('sim-model'), (instance, state) => {
       instance.flush();
       const rows = state.storage.sql
         .exec<{ value: string }>("SELECT value FROM state WHERE key = 'fleet' ORDER BY part")
         .toArray();
-      const saved = JSON.parse(rows.map((r) => r.value).join('')) as { fleet: { policies: object } };
-      return Object.keys(saved.fleet.policies);
+      const saved = JSON.parse(rows.map((r) => r.value).join('')) as { policies: object };
+      return Object.keys(saved.policies);
     });
     expect(policies.length).toBeGreaterThan(0); // the sticky policy's sessions were saved
 
+    await evictDurableObject(pool('sim-model'));
     await evictDurableObject(stub);
     for (const sessionId of sessions) {
       const r = routed(await client.route({ model: 'sim-model', sessionId }));

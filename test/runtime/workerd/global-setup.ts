@@ -7,7 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestProject } from 'vitest/node';
 import { startSimEngine } from '../../../src/sim/node.ts';
-import { GOOD_CLIENT_TOKEN, type TestEngines } from './router-config.ts';
+import { DUO_MODELS, GOOD_CLIENT_TOKEN, type TestEngines } from './router-config.ts';
 
 /** A token validation service: 200 for GOOD_CLIENT_TOKEN, 401 for anything else. */
 async function startValidator(): Promise<{ url: string; close(): Promise<void> }> {
@@ -23,17 +23,26 @@ async function startValidator(): Promise<{ url: string; close(): Promise<void> }
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const start = (id: string, model: string, unhealthy = false) =>
-    startSimEngine({ id, models: [model], unhealthy, host: '127.0.0.1', port: 0, ttftMs: 2, itlMs: 2 });
+  const start = (id: string, models: string[], unhealthy = false) =>
+    startSimEngine({ id, models, unhealthy, host: '127.0.0.1', port: 0, ttftMs: 2, itlMs: 2 });
   const running = await Promise.all([
-    start('sim-a', 'sim-model'),
-    start('sim-b', 'sim-model'),
-    start('sim-flaky', 'flaky-model'),
-    start('sim-sick', 'sick-model', true),
+    start('sim-a', ['sim-model']),
+    start('sim-b', ['sim-model']),
+    start('sim-flaky', ['flaky-model']),
+    start('sim-sick', ['sick-model'], true),
+    start('sim-duo-1', DUO_MODELS),
+    start('sim-duo-2', DUO_MODELS),
   ]);
-  const [a, b, flaky, sick] = running.map((r) => r.url) as [string, string, string, string];
+  const [a, b, flaky, sick, duo1, duo2] = running.map((r) => r.url) as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   const validator = await startValidator();
-  const engines: TestEngines = { a, b, flaky, sick, validator: validator.url };
+  const engines: TestEngines = { a, b, flaky, sick, duo: [duo1, duo2], validator: validator.url };
   project.provide('engines', engines);
   return async () => {
     await Promise.all([...running.map((r) => r.close()), validator.close()]);

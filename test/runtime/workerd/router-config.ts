@@ -18,9 +18,13 @@ export interface TestEngines {
   flaky: string;
   /** Serves `sick-model`; its /health answers 503. */
   sick: string;
+  /** Two engines serving both DUO_MODELS (two model pools sharing engines); not in the config. */
+  duo: [string, string];
   /** A client token validation URL: 200 for GOOD_CLIENT_TOKEN, 401 otherwise. */
   validator: string;
 }
+
+export const DUO_MODELS = ['duo-a', 'duo-b'];
 
 export const GOOD_CLIENT_TOKEN = 'workerd-client-token';
 

@@ -1,8 +1,9 @@
 /**
  * The Worker end to end inside workerd: its fetch handler routes to simulated engines on loopback
- * (served by Node) through the FleetObject, streaming and not; a breaker opened by one request is
- * seen by the next; admin, /metrics and config errors. Client disconnects need a real HTTP client:
- * client-disconnect.node.test.ts.
+ * (served by Node) through the fleet's objects (a model's pool object, the FleetObject for the
+ * rest), streaming and not; a breaker opened by one request is seen by the next; admin, /metrics
+ * and config errors. Client disconnects need a real HTTP client: client-disconnect.node.test.ts.
+ * Sharding itself: shards.test.ts.
  */
 import { createExecutionContext, SELF, waitOnExecutionContext } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
@@ -10,33 +11,23 @@ import { afterAll, describe, expect, it } from 'vitest';
 import worker from '../../../src/adapters/cloudflare/worker.ts';
 import { hasContentToken } from '../../support/sse.ts';
 import {
-  ADMIN_KEY,
+  admin,
+  callsOf,
   configureEngine,
   engineLog,
   engines,
-  inObject,
+  made,
+  post,
   resetEngine,
   routerFleetStub,
+  routerPoolStub,
 } from './helpers.ts';
 
 const chat = (extra: Record<string, unknown> = {}) =>
   JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'Tell me a story' }], ...extra });
 
-const post = (body: string, path = '/v1/chat/completions') =>
-  SELF.fetch(`http://router${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body,
-  });
-
-/** An admin call: the test Worker runs with the ADMIN_API_KEY secret (vitest.workers.config.ts). */
-const admin = (url: string, init: RequestInit = {}) =>
-  SELF.fetch(url, {
-    ...init,
-    headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${ADMIN_KEY}` },
-  });
-
-const objectCalls = () => inObject(routerFleetStub(), (instance) => ({ ...instance.calls }));
+const objectCalls = () => callsOf(routerFleetStub());
+const poolCalls = (model = 'sim-model') => callsOf(routerPoolStub(model));
 
 const loads = async () =>
   ((await (await admin('http://router/get_loads')).json()) as { workers: { load: number }[] }).workers.map(
@@ -53,8 +44,12 @@ const timing = async (settings: Record<string, unknown>) => {
 describe('Worker', () => {
   afterAll(() => timing({ tokens: 16, 'ttft-ms': 2, 'itl-ms': 2 }));
 
-  it('routes a chat completion to an engine with exactly two object calls (route, settle)', async () => {
-    const before = await objectCalls();
+  it("routes a chat completion with exactly two object calls (route, settle), both to its model's pool object", async () => {
+    // The isolate's first request tells it which models have a pool object (the main object
+    // passes that one on to its pool); wait for its settle.
+    await (await post(chat({ max_tokens: 2 }))).arrayBuffer();
+    await expect.poll(async () => (await poolCalls()).settle).toBe((await poolCalls()).route);
+    const before = { main: await objectCalls(), pool: await poolCalls() };
     const res = await post(chat({ max_tokens: 8 }));
     expect(res.status).toBe(200);
     const body = (await res.json()) as { object: string; choices: { message: { content: string } }[] };
@@ -62,12 +57,9 @@ describe('Worker', () => {
     expect(body.choices[0]?.message.content.length).toBeGreaterThan(0);
     expect(res.headers.get('x-router-attempts')).toBe('1');
     expect([engines.a, engines.b]).toContain(res.headers.get('x-routed-worker-id'));
-    await expect.poll(async () => (await objectCalls()).settle ?? 0).toBe((before.settle ?? 0) + 1);
-    const after = await objectCalls();
-    const made = Object.entries(after)
-      .map(([method, n]) => [method, n - (before[method] ?? 0)] as const)
-      .filter(([, n]) => n > 0);
-    expect(Object.fromEntries(made)).toEqual({ route: 1, settle: 1 });
+    await expect.poll(async () => (await poolCalls()).settle ?? 0).toBe((before.pool.settle ?? 0) + 1);
+    expect(made(await poolCalls(), before.pool)).toEqual({ route: 1, settle: 1 });
+    expect(made(await objectCalls(), before.main)).toEqual({});
     expect(await loads()).toEqual([0, 0]);
   });
 
@@ -136,7 +128,10 @@ describe('Worker', () => {
       expect(second.status).toBe(500);
       await second.arrayBuffer();
       expect(await engineLog(engines.flaky)).toHaveLength(4);
-      expect(await (await admin(workerPath)).json()).toMatchObject({ circuit: 'open' });
+      // Opened in the flaky-model pool's object, which tells the main object in the background.
+      await expect
+        .poll(async () => ((await (await admin(workerPath)).json()) as { circuit: string }).circuit)
+        .toBe('open');
 
       // The only worker of its pool is never taken out of rotation by its breaker (panic mode):
       // the next request still reaches it and gets the engine's own answer, not a router 503.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compactRoutingText } from '../../../src/core/routing/compact-text.ts';
+import { compactRoutingText } from '../../../src/core/policies/compact-text.ts';
 
 const system = 'You are a careful assistant. '.repeat(40); // 1160 chars
 
