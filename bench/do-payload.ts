@@ -5,8 +5,9 @@
  * of about 0.5, 8 and 64 KB, plus what compacting costs the isolate.
  *   npm run bench:do-payload
  */
-import { policyNeeds } from '../src/core/policies/registry.ts';
+
 import { compactRoutingText } from '../src/core/policies/compact-text.ts';
+import { policyNeeds } from '../src/core/policies/registry.ts';
 import { extractRoutingInput } from '../src/core/routing/routing-input.ts';
 
 const needs = policyNeeds(['cache_aware']);

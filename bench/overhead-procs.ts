@@ -3,7 +3,7 @@
  * proxy, nginx), each a separate process whose output goes to a file (reading a router's info log
  * through a pipe would cost the measuring process CPU), pinned with taskset when available.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';

@@ -12,23 +12,12 @@
  */
 import { startNodeRouter } from '../src/adapters/node/server.ts';
 import { parseRouterConfig } from '../src/core/config/schema.ts';
-import { type RunningSimEngine, startSimEngine } from '../src/sim/node.ts';
-import { prng } from './support.ts';
+import type { RunningSimEngine } from '../src/sim/node.ts';
+import { cacheHits, chat, converse, ENGINES, SIM, startEngines, ttftStats } from './routing-workload.ts';
 
 const CONVERSATIONS = Number(process.env.CONVERSATIONS ?? 64);
 const TURNS = Number(process.env.TURNS ?? 8);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
-const ENGINES = 4;
-const SIM = {
-  ttftMs: 5,
-  blockMs: 1,
-  blockChars: 64,
-  // Room for about a quarter of the conversations' histories per engine, not for all of them.
-  cacheBlocks: 2400,
-  maxRunning: 6,
-  tokens: 24,
-  itlMs: 0,
-};
 const ALL_POLICIES = [
   'round_robin',
   'random',
@@ -46,63 +35,6 @@ const POLICIES = process.env.POLICIES
     )
   : ALL_POLICIES;
 
-interface Message {
-  role: string;
-  content: string;
-}
-
-const WORDS = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november'.split(
-  ' ',
-);
-function words(rand: () => number, n: number): string {
-  return Array.from({ length: n }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' ');
-}
-
-function systemPrompt(i: number): string {
-  const rand = prng(1000 + i);
-  return `You are assistant #${i} for team ${words(rand, 3)}. Policies: ${words(rand, 560)}.`;
-}
-
-function userTurn(i: number, turn: number): string {
-  return `Turn ${turn} of conversation ${i}: ${words(prng(i * 100 + turn), 40)}?`;
-}
-
-interface Sample {
-  ttftMs: number;
-}
-
-/** Sends one streamed chat turn; returns the TTFT and the assistant's answer. */
-async function chat(
-  url: string,
-  conv: number,
-  messages: Message[],
-): Promise<{ ttftMs: number; answer: string }> {
-  const started = performance.now();
-  const res = await fetch(`${url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-session-id': `conv-${conv}` },
-    body: JSON.stringify({ model: 'sim-model', messages, stream: true, max_tokens: SIM.tokens }),
-  });
-  if (res.status !== 200 || !res.body) throw new Error(`status ${res.status}: ${await res.text()}`);
-  let ttftMs = -1;
-  let raw = '';
-  const decoder = new TextDecoder();
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    if (ttftMs < 0) ttftMs = performance.now() - started;
-    raw += decoder.decode(value, { stream: true });
-  }
-  let answer = '';
-  for (const line of raw.split('\n')) {
-    if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
-    const delta = JSON.parse(line.slice(6)).choices?.[0]?.delta?.content;
-    if (typeof delta === 'string') answer += delta;
-  }
-  return { ttftMs, answer };
-}
-
 interface Result {
   name: string;
   hitRate: number;
@@ -113,9 +45,7 @@ interface Result {
 }
 
 async function run(name: string, policy: string | null): Promise<Result> {
-  const engines: RunningSimEngine[] = await Promise.all(
-    Array.from({ length: ENGINES }, (_, i) => startSimEngine({ id: `e${i}`, seed: 1 + i, ...SIM })),
-  );
+  const engines = await startEngines();
   const router =
     policy === null
       ? undefined
@@ -142,49 +72,23 @@ async function run(name: string, policy: string | null): Promise<Result> {
     });
   }, 2);
 
-  const histories: Message[][] = Array.from({ length: CONVERSATIONS }, (_, i) => [
-    { role: 'system', content: systemPrompt(i) },
-  ]);
-  const turnsDone = new Array<number>(CONVERSATIONS).fill(0);
-  const queue = Array.from({ length: CONVERSATIONS }, (_, i) => i);
-  const samples: Sample[] = [];
-  const loop = async () => {
-    for (;;) {
-      const conv = queue.shift();
-      if (conv === undefined) return;
-      const history = histories[conv] as Message[];
-      history.push({ role: 'user', content: userTurn(conv, turnsDone[conv] as number) });
-      const { ttftMs, answer } = await chat(target(conv), conv, history);
-      history.push({ role: 'assistant', content: answer });
-      samples.push({ ttftMs });
-      turnsDone[conv] = (turnsDone[conv] as number) + 1;
-      if ((turnsDone[conv] as number) < TURNS) queue.push(conv);
-    }
-  };
-  await Promise.all(Array.from({ length: CONCURRENCY }, loop));
+  const ttfts = await converse({
+    conversations: CONVERSATIONS,
+    turns: TURNS,
+    concurrency: CONCURRENCY,
+    send: (conv, _turn, history) => chat(target(conv), history, { 'x-session-id': `conv-${conv}` }),
+  });
   clearInterval(sampler);
 
-  let cached = 0;
-  let blocks = 0;
-  const requests: number[] = [];
-  for (const e of engines) {
-    const log = e.engine.log.filter((entry) => entry.path.endsWith('/chat/completions'));
-    requests.push(log.length);
-    for (const entry of log) {
-      cached += entry.cachedBlocks ?? 0;
-      blocks += entry.promptBlocks ?? 0;
-    }
-  }
+  const { hitRate, requests } = cacheHits(engines);
   await router?.close(0);
   await Promise.all(engines.map((e) => e.close()));
-  const ttfts = samples.map((s) => s.ttftMs).sort((a, b) => a - b);
   const avg = inflight.map((v) => v / Math.max(1, ticks));
   const mean = avg.reduce((a, b) => a + b, 0) / ENGINES;
   return {
     name,
-    hitRate: blocks === 0 ? 0 : cached / blocks,
-    meanTtft: ttfts.reduce((a, b) => a + b, 0) / ttfts.length,
-    p99Ttft: ttfts[Math.min(ttfts.length - 1, Math.floor(ttfts.length * 0.99))] as number,
+    hitRate,
+    ...ttftStats(ttfts),
     imbalance: mean === 0 ? 1 : Math.max(...avg) / mean,
     requests,
   };

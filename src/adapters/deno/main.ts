@@ -27,7 +27,7 @@ void runCli({
   stderr: (line) => console.error(line),
   version: pkg.version,
   // --vllm-discovery-address: P2P-NCCL workers register over ZMQ (src/adapters/p2p/registry.ts).
-  features: { p2pRegistration: true },
+  features: { p2pRegistration: true, stateStore: true },
   serve: (config) => serveDeno(config, log.sink),
   startDemo: startDemoEngines,
   clock: systemClock,

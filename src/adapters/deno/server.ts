@@ -19,14 +19,17 @@ import { type ListenProblem, type ListenTarget, listenError } from '../../core/c
 import { ConfigError } from '../../core/config/errors.ts';
 import type { RouterConfig } from '../../core/config/schema.ts';
 import { errorResponse, RouterError } from '../../core/contracts/errors.ts';
+import type { FleetApi } from '../../core/contracts/fleet-api.ts';
 import { metricsResponse } from '../../core/http/routes.ts';
 import type { Logger, LogSink } from '../../core/observability/logger.ts';
-import { createRouter, type Router } from '../../core/router.ts';
+import type { Router } from '../../core/router.ts';
 import { fetchUpstream } from '../../core/upstream/fetch-upstream.ts';
 import { type P2pRegistry, p2pRegistryFor } from '../p2p/registry.ts';
+import { type HostRouter, openHostRouter } from '../redis/replica-router.ts';
+import { registerDenoRuntimeMetrics } from './runtime-metrics.ts';
 
 export interface DenoRouter {
-  router: Router;
+  router: Router<FleetApi>;
   logger: Logger;
   url: string;
   port: number;
@@ -77,7 +80,7 @@ function bind(target: ListenTarget, handler: Deno.ServeHandler<Deno.NetAddr>): D
 }
 
 /** Every listener, or none: one that cannot bind closes those already bound. */
-function bindAll(config: RouterConfig, router: Router): Deno.HttpServer<Deno.NetAddr>[] {
+function bindAll(config: RouterConfig, router: Router<FleetApi>): Deno.HttpServer<Deno.NetAddr>[] {
   const { host, port } = config.server;
   const servers: Deno.HttpServer<Deno.NetAddr>[] = [];
   try {
@@ -120,7 +123,7 @@ function sleep(ms: number, signal?: AbortSignal): { done: Promise<void>; cancel(
 }
 
 /** The startup round behind the listeners, then the health loop (both stop with `stopping`). */
-function runStartup(router: Router, stopping: AbortSignal): Promise<boolean> {
+function runStartup(router: Router<FleetApi>, stopping: AbortSignal): Promise<boolean> {
   const { config, logger } = router;
   const ready = router
     .start((ms) => sleep(ms, stopping).done, stopping)
@@ -196,13 +199,18 @@ async function bindP2p(p2p: P2pRegistry, address: string): Promise<string> {
   }
 }
 
-function createDenoRouter(config: RouterConfig, logSink: LogSink, p2p: P2pRegistry | undefined): Router {
-  return createRouter(config, {
+function createDenoRouter(
+  config: RouterConfig,
+  logSink: LogSink,
+  p2p: P2pRegistry | undefined,
+): Promise<HostRouter> {
+  return openHostRouter(config, {
     upstream: fetchUpstream(),
     logSink,
     // Deno.serve hands the connection info to app.fetch as the second argument (Hono's c.env).
     peerAddress: (c) => (c.env as Deno.ServeHandlerInfo<Deno.NetAddr> | undefined)?.remoteAddr?.hostname,
     ...(p2p ? { p2pRegistry: p2p } : {}),
+    stateStore: true,
   });
 }
 
@@ -215,19 +223,22 @@ export async function openDenoRouter(
   options: { logSink: LogSink },
 ): Promise<DenoRouter> {
   const p2p = p2pRegistryFor(config, { pollMs: ZMQ_POLL_MS });
-  const router = createDenoRouter(config, options.logSink, p2p);
-  if (!p2p) return listen(config, router, undefined);
+  const opened = await createDenoRouter(config, options.logSink, p2p);
   try {
-    p2p.attach(router);
-    await bindP2p(p2p, config.pd.discoveryAddress as string);
-    return listen(config, router, p2p);
+    if (p2p) {
+      p2p.attach(opened.router);
+      await bindP2p(p2p, config.pd.discoveryAddress as string);
+    }
+    return listen(config, opened, p2p);
   } catch (err) {
-    await p2p.close();
+    await p2p?.close();
+    await opened.close();
     throw err;
   }
 }
 
-function listen(config: RouterConfig, router: Router, p2p: P2pRegistry | undefined): DenoRouter {
+function listen(config: RouterConfig, opened: HostRouter, p2p: P2pRegistry | undefined): DenoRouter {
+  const { router } = opened;
   const [server, metricsServer, healthServer] = bindAll(config, router) as [
     Deno.HttpServer<Deno.NetAddr>,
     Deno.HttpServer<Deno.NetAddr>,
@@ -235,14 +246,16 @@ function listen(config: RouterConfig, router: Router, p2p: P2pRegistry | undefin
   ];
   const stopping = new AbortController();
   const ready = runStartup(router, stopping.signal);
+  const stopRuntimeMetrics = registerDenoRuntimeMetrics(router.metrics);
 
   let closing: Promise<void> | undefined;
   const stopAccepting = () => {
     stopping.abort();
+    stopRuntimeMetrics();
     closing ??= Promise.all([
       ...[server, metricsServer, healthServer].map((s) => s?.shutdown()),
       p2p?.close(),
-    ]).then(() => {});
+    ]).then(() => opened.close());
     return closing;
   };
   return {

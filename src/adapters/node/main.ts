@@ -19,8 +19,9 @@ void runCli({
   stderr: (line) => void process.stderr.write(`${line}\n`),
   version: pkg.version,
   // --vllm-discovery-address: P2P-NCCL workers register over ZMQ (src/adapters/p2p/registry.ts);
-  // --service-discovery: pods found through the Kubernetes API (k8s-discovery.ts).
-  features: { p2pRegistration: true, kubernetesDiscovery: true },
+  // --service-discovery: pods found through the Kubernetes API (k8s-discovery.ts);
+  // --state-store: replicas share the fleet through Redis (src/adapters/redis/).
+  features: { p2pRegistration: true, kubernetesDiscovery: true, stateStore: true },
   serve: serveNode,
   startDemo: startDemoEngines,
   clock: systemClock,

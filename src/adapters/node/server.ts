@@ -7,18 +7,20 @@
  * (`shutdown`: streams still running get the `shutdown` SSE event, then every connection closes).
  */
 
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import type { Context, Hono } from 'hono';
+import type { Hono } from 'hono';
 import type { RouterConfig } from '../../core/config/schema.ts';
 import { errorResponse, RouterError } from '../../core/contracts/errors.ts';
+import type { FleetApi } from '../../core/contracts/fleet-api.ts';
 import { type Clock, type Random, systemClock } from '../../core/contracts/runtime.ts';
 import type { Upstream } from '../../core/contracts/upstream.ts';
 import type { Fleet } from '../../core/fleet/fleet.ts';
 import { metricsResponse } from '../../core/http/routes.ts';
 import type { Logger, LogSink } from '../../core/observability/logger.ts';
 import type { MetricsRegistry } from '../../core/observability/metrics.ts';
-import { createRouter, type Router } from '../../core/router.ts';
+import type { Router } from '../../core/router.ts';
 import { type P2pRegistryOptions, p2pRegistryFor } from '../p2p/registry.ts';
+import { openHostRouter } from '../redis/replica-router.ts';
+import { nodePeerAddress, nodeRequestHeaders } from './incoming.ts';
 import {
   type KubernetesDiscovery,
   type KubernetesDiscoveryOptions,
@@ -34,6 +36,7 @@ import {
   urlOf,
 } from './listen.ts';
 import { batchedStdoutSink } from './log-sink.ts';
+import { registerNodeRuntimeMetrics } from './runtime-metrics.ts';
 import { createUndiciUpstream } from './upstream.ts';
 
 export interface NodeRouterOptions {
@@ -95,16 +98,6 @@ const CUT_FLUSH_MS = 1000;
 
 const PROBES = new Set(['/health', '/liveness', '/readiness']);
 
-/** @hono/node-server puts the Node request in c.env.incoming. */
-export function nodePeerAddress(c: Context): string | undefined {
-  return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress;
-}
-
-/** The request's headers as Node parsed them (lower-case names): no `Headers` object is built. */
-export function nodeRequestHeaders(c: Context): IncomingHttpHeaders | undefined {
-  return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.headers;
-}
-
 function timer(ms: number): { done: Promise<false>; cancel(): void } {
   let handle: ReturnType<typeof setTimeout> | undefined;
   const done = new Promise<false>((resolve) => {
@@ -129,7 +122,7 @@ interface Listeners {
 }
 
 /** Binds every listener, or none: one that cannot bind closes those already bound. */
-async function bindAll(config: RouterConfig, app: Hono, router: Router, withMetrics: boolean) {
+async function bindAll(config: RouterConfig, app: Hono, router: Router<FleetApi>, withMetrics: boolean) {
   const bound: NodeServer[] = [];
   const bind = async (server: NodeServer, target: Parameters<typeof listenOn>[1]) => {
     bound.push(server);
@@ -180,7 +173,7 @@ async function bindAll(config: RouterConfig, app: Hono, router: Router, withMetr
  * The startup round behind the listeners, then the health loop. Stopped by `stopping` (its sleeps
  * end at once); resolves true when a worker is healthy.
  */
-function runStartup(router: Router, options: NodeRouterOptions, stopping: AbortSignal) {
+function runStartup(router: Router<FleetApi>, options: NodeRouterOptions, stopping: AbortSignal) {
   const { config, logger } = router;
   let healthTimer: ReturnType<typeof setInterval> | undefined;
   const startHealthLoop = () => {
@@ -223,7 +216,7 @@ export async function startNodeRouter(
   let upstreamClosed: Promise<void> | undefined;
   const closeUpstream = () => (upstreamClosed ??= ownedUpstream?.close() ?? Promise.resolve());
   const p2p = p2pRegistryFor(config, options.p2p);
-  const router = createRouter(config, {
+  const opened = await openHostRouter(config, {
     upstream: options.upstream ?? (ownedUpstream as Upstream),
     logSink: options.logSink ?? batchedStdoutSink(),
     ...(options.clock ? { clock: options.clock } : {}),
@@ -232,8 +225,10 @@ export async function startNodeRouter(
     requestHeaders: nodeRequestHeaders,
     ...(p2p ? { p2pRegistry: p2p } : {}),
     ...(discovery ? { kubernetesDiscovery: true } : {}),
+    stateStore: true,
   });
-  const { app, fleet, logger, metrics } = router;
+  const { router, fleet } = opened;
+  const { app, logger, metrics } = router;
   let listeners: Listeners;
   try {
     p2p?.attach(router);
@@ -242,8 +237,10 @@ export async function startNodeRouter(
   } catch (err) {
     await p2p?.close();
     await closeUpstream();
+    await opened.close();
     throw err;
   }
+  const stopRuntimeMetrics = registerNodeRuntimeMetrics(metrics, listeners.server);
   discovery?.start(router);
   const others = [listeners.metrics?.server, listeners.health?.server].filter((s) => s !== undefined);
   const stopping = new AbortController();
@@ -253,6 +250,7 @@ export async function startNodeRouter(
   let closing: Promise<void> | undefined;
   const stopAccepting = () => {
     stopping.abort();
+    stopRuntimeMetrics();
     closing ??= Promise.all([
       closeGracefully(listeners.server),
       ...others.map(closeNow),
@@ -269,12 +267,14 @@ export async function startNodeRouter(
       if (!(await within(closed, CUT_FLUSH_MS))) listeners.server.closeAllConnections?.();
       await closed;
       await closeUpstream();
+      await opened.close();
     })();
     return cutting;
   };
   const drain = async (graceMs = config.server.shutdownGraceSecs * 1000) => {
     const finished = await within(stopAccepting(), graceMs);
-    await (finished ? closeUpstream() : shutdown());
+    if (finished) await Promise.all([closeUpstream(), opened.close()]);
+    else await shutdown();
     return finished;
   };
   return {

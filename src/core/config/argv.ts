@@ -8,6 +8,7 @@ import { type FlagToken, FlagValues, tokenizeArgv } from './argv-tokens.ts';
 import { type ConfigOverrides, getPath, parseBool, setPath, toNumber } from './config-values.ts';
 import { ConfigError, closest } from './errors.ts';
 import { FLAG_BY_NAME, type FlagSpec, metavar } from './flags.ts';
+import { commandLineRefusal } from './secrets.ts';
 
 export { type ConfigOverrides, getPath, parseBool, setPath, toNumber } from './config-values.ts';
 
@@ -193,6 +194,8 @@ function readValue(parse: Parse, use: FlagUse): { value: unknown; raw: string } 
 
 /** Refused flags fail; ignored and deprecated ones add a warning. */
 function checkStatus(parse: Parse, { spec, name }: FlagUse, value: unknown): void {
+  const refusal = parse.source === undefined ? commandLineRefusal(spec, name, value) : undefined;
+  if (refusal !== undefined) fail(parse, refusal, { flag: name });
   if (spec.refused !== undefined) {
     const n = typeof value === 'number' && Number.isInteger(value) ? String(value + 1) : 'N+1';
     fail(parse, `${name} is not supported: ${spec.refused.replace('{N+1}', n)}`, { flag: name });

@@ -25,6 +25,7 @@ export const FLAG_GROUPS = [
   'Health checks',
   'Logging and metrics',
   'Authentication',
+  'Shared state across replicas',
   'Compatibility',
 ] as const;
 export type FlagGroup = (typeof FLAG_GROUPS)[number];
@@ -65,6 +66,10 @@ export interface FlagSpec {
   readonly ignored?: string;
   /** The flag works but prints this hint. */
   readonly deprecated?: string;
+  /** Only its environment variables may set it (a secret): the flag itself is refused with this hint. */
+  readonly envOnly?: string;
+  /** A URL whose password must come from the environment: on the command line it is refused with this hint. */
+  readonly noInlinePassword?: string;
 }
 
 /** `--worker-urls` → `VLLM_ROUTER_WORKER_URLS`. */
@@ -112,6 +117,7 @@ export const FLAGS: readonly FlagSpec[] = [
     f('--shutdown-grace-period-secs', 'number', 'server.shutdownGraceSecs', 'On SIGTERM, time in-flight requests get to finish'),
     f('--cors-allowed-origins', 'list', 'server.corsAllowedOrigins', 'Browser origins allowed by CORS (also the only origins admin changes may come from)', { metavar: 'ORIGIN...' }),
     f('--allowed-hosts', 'list', 'server.allowedHosts', 'Host headers admin requests may carry besides the router\'s own address and localhost (names, *.domain, IPs, CIDRs)', { metavar: 'HOST...' }),
+    f('--trusted-proxies', 'list', 'server.trustedProxies', 'Load balancers and proxies whose X-Forwarded-For names the client in the request log (IPs, CIDRs)', { metavar: 'CIDR...' }),
     f('--keep-alive-timeout-secs', 'number', 'server.keepAliveTimeoutSecs', 'Idle time before the router closes a client connection (keep it above the load balancer\'s)'),
     f('--shutdown-drain-delay-secs', 'number', 'server.shutdownDrainDelaySecs', 'On SIGTERM, time /readiness answers 503 while requests are still accepted, before the listener closes'),
     f('--max-concurrent-requests', 'int', 'admission.maxConcurrentRequests', 'Requests served at once (unset or <= 0: no limit)'),
@@ -234,6 +240,12 @@ export const FLAGS: readonly FlagSpec[] = [
     f('--api-key-validation-timeout-secs', 'number', 'auth.validationTimeoutSecs', 'Timeout of one validation call (then 503, nothing cached)'),
     f('--admin-api-key', 'string', 'admin.apiKey', 'Bearer token the admin API requires (unset: loopback peers only)', { metavar: 'KEY' }),
   ]),
+  ...group('Shared state across replicas', [
+    f('--state-store', 'string', 'stateStore.url', 'Share the fleet between router replicas through Redis or Valkey 7+ (unset: in memory)', { metavar: 'redis://HOST:PORT/DB', noInlinePassword: 'put the password in VLLM_ROUTER_STATE_STORE_PASSWORD' }),
+    f('--state-store-password', 'string', 'stateStore.password', 'The store password (from VLLM_ROUTER_STATE_STORE_PASSWORD only)', { metavar: 'PASSWORD', envOnly: 'a password on the command line is visible to every user of the machine: set VLLM_ROUTER_STATE_STORE_PASSWORD' }),
+    f('--state-store-timeout-ms', 'int', 'stateStore.timeoutMs', 'How long a store call may take before the router decides on local state'),
+    f('--state-store-key-prefix', 'string', 'stateStore.keyPrefix', "Prefix of the fleet's keys in the store (fleets sharing a database need distinct ones)", { metavar: 'PREFIX' }),
+  ]),
   ...group('Compatibility', [
     f('--max-instance-failover-reroute-attempts', 'int', undefined, 'production-stack failover, refused', { refused: 'use --enable-retries --max-retries {N+1}' }),
     f('--log-dir', 'string', undefined, 'Ignored: logs go to stdout', { ignored: 'logs go to stdout', metavar: 'DIR' }),
@@ -249,6 +261,14 @@ export const FLAGS: readonly FlagSpec[] = [
   ]),
 ];
 
+const KIND_METAVARS: Partial<Record<FlagKind, string>> = {
+  int: 'N',
+  number: 'NUM',
+  string: 'VALUE',
+  list: 'VALUE...',
+  'csv-list': 'A,B,...',
+};
+
 /** The value placeholder: the table's, else one the flag name implies, else one for the kind. */
 export function metavar(spec: FlagSpec): string {
   if (spec.metavar !== undefined) return spec.metavar;
@@ -262,20 +282,7 @@ export function metavar(spec: FlagSpec): string {
   ];
   const named = byName.find(([pattern]) => pattern.test(spec.flag));
   if (named && spec.kind !== 'list' && spec.kind !== 'csv-list') return named[1];
-  switch (spec.kind) {
-    case 'int':
-      return 'N';
-    case 'number':
-      return 'NUM';
-    case 'string':
-      return 'VALUE';
-    case 'list':
-      return 'VALUE...';
-    case 'csv-list':
-      return 'A,B,...';
-    default:
-      return '';
-  }
+  return KIND_METAVARS[spec.kind] ?? '';
 }
 
 /** Every spelling (flag and aliases) → its spec. */

@@ -4,7 +4,7 @@
  * fraction and an out-of-range value all get the same actionable answer.
  */
 import { z } from 'zod';
-import { isHostPattern } from './host-patterns.ts';
+import { ipBits, isHostPattern } from './host-patterns.ts';
 
 export function int(min: number, max?: number) {
   const error =
@@ -67,6 +67,34 @@ export const httpUrl = z
   .refine(isHttpUrl, { error: URL_ERROR })
   .transform((url) => url.replace(/\/+$/, ''));
 
+const STORE_URL_ERROR = 'must be a redis:// or rediss:// URL (redis://host:port/db)';
+/** A shared state store (Redis or Valkey): redis://host:port/db, rediss:// for TLS. */
+export const storeUrl = z
+  .string({ error: STORE_URL_ERROR })
+  .trim()
+  .refine(
+    (value) => {
+      try {
+        const url = new URL(value);
+        return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '';
+      } catch {
+        return false;
+      }
+    },
+    { error: STORE_URL_ERROR },
+  );
+
+/** --state-store and its settings (schema.ts `stateStore`). */
+export const stateStoreFields = {
+  // Unset: each replica keeps its state in memory.
+  url: storeUrl.optional(),
+  // From VLLM_ROUTER_STATE_STORE_PASSWORD only (never the command line).
+  password: text('password').optional(),
+  timeoutMs: int(1).default(250),
+  // Replicas of one fleet share it; fleets sharing one Redis database need their own.
+  keyPrefix: text('key prefix').default('vllm-router:'),
+};
+
 const HEADER_ERROR = 'must be an HTTP header name';
 /** A header name, lowercased (Headers lookups are case-insensitive; comparisons here are not). */
 export const headerName = z
@@ -83,6 +111,14 @@ export const hostPattern = z
   .string({ error: HOST_PATTERN_ERROR })
   .trim()
   .refine(isHostPattern, { error: HOST_PATTERN_ERROR });
+
+const ADDRESS_BLOCK_ERROR = 'must be an IP address or a CIDR block';
+export const addressBlock = z
+  .string({ error: ADDRESS_BLOCK_ERROR })
+  .trim()
+  .refine((p) => isHostPattern(p) && ipBits(p.split('/')[0] as string) !== undefined, {
+    error: ADDRESS_BLOCK_ERROR,
+  });
 
 const HOST_PORT_ERROR = 'must be HOST:PORT with a port between 0 and 65535';
 export const hostPort = z

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ConfigError, type ConfigIssue, closest, formatPath } from './errors.ts';
 import { crossChecks, impliedSettings } from './schema-checks.ts';
 import {
+  addressBlock,
   bool,
   headerName,
   hostPattern,
@@ -19,6 +20,7 @@ import {
   positive,
   section,
   selector,
+  stateStoreFields,
   statusCodes,
   text,
 } from './schema-parts.ts';
@@ -63,6 +65,7 @@ export const routerConfigSchema = z
       corsAllowedOrigins: list(text('origin'), 'origins').default(() => []),
       // Host headers admin requests may carry besides the router's own address and localhost.
       allowedHosts: list(hostPattern, 'host names or patterns').default(() => []),
+      trustedProxies: list(addressBlock, 'IP addresses or CIDR blocks').default(() => []),
       // Longer than the 60 s idle timeout of common load balancers, so they close first.
       keepAliveTimeoutSecs: positive().default(75),
       // On SIGTERM: readiness turns 503 this long before the listener closes.
@@ -193,6 +196,7 @@ export const routerConfigSchema = z
       // Unset: admin routes answer loopback peers only (Node, Deno) or nobody (Workers).
       apiKey: text('admin API key').optional(),
     }),
+    stateStore: section(stateStoreFields),
     discovery: section({
       mode: oneOf(DISCOVERY_MODES).optional(),
       selector: list(selector, 'key=value selectors').default(() => []),
@@ -221,8 +225,6 @@ export const routerConfigSchema = z
 
 export type RouterConfig = z.output<typeof routerConfigSchema>;
 export type RouterConfigInput = z.input<typeof routerConfigSchema>;
-
-// ---------------------------------------------------------------------------------------------
 
 /** Validates without throwing; load.ts uses the issues to blame the flag, variable or file. */
 export function checkRouterConfig(

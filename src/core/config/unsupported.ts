@@ -13,6 +13,8 @@ export interface RuntimeFeatures {
   p2pRegistration?: boolean;
   /** Kubernetes service discovery (--service-discovery; the Node adapter). */
   kubernetesDiscovery?: boolean;
+  /** Fleet state shared through Redis (--state-store; the Node and Deno adapters). */
+  stateStore?: boolean;
 }
 
 export function unsupportedFeatures(
@@ -30,6 +32,12 @@ export function unsupportedFeatures(
     out.push({
       flag: '--service-discovery',
       what: 'Kubernetes service discovery (available with the Node runtime)',
+    });
+  }
+  if (config.stateStore.url !== undefined && runtime.stateStore !== true) {
+    out.push({
+      flag: '--state-store',
+      what: 'fleet state shared through Redis (available with the Node and Deno runtimes; on Workers the Durable Object holds it)',
     });
   }
   return out;

@@ -4,6 +4,8 @@ import type { WorkerSpec } from '../contracts/fleet-api.ts';
 import type { Clock, Random } from '../contracts/runtime.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
 import { Fleet } from './fleet.ts';
+import type { FleetSharing } from './fleet-sharing.ts';
+import { ReplicaFleet } from './replica-fleet.ts';
 import { signalSettings } from './worker-signals.ts';
 import { expandDataParallel } from './workers.ts';
 
@@ -44,11 +46,14 @@ export function createFleetFromConfig(
     random: Random;
     metrics: MetricsRegistry;
     onEvent?: (level: 'info' | 'warn', message: string, fields: Record<string, unknown>) => void;
+    /** Replicas sharing a store: a ReplicaFleet that reports its own observations here. */
+    sharing?: FleetSharing;
   },
 ): Fleet {
   const { circuitBreaker: cb, health } = config;
   const policy = config.policy;
-  return new Fleet({
+  const Kind = deps.sharing ? ReplicaFleet : Fleet;
+  return new Kind({
     policies: {
       regular: policy.name,
       prefill: policy.prefill ?? policy.name,
@@ -60,6 +65,7 @@ export function createFleetFromConfig(
       settings: config.policy,
       sll: config.sll,
       metrics: deps.metrics,
+      ...(deps.sharing ? { sharing: deps.sharing } : {}),
     },
     clock: deps.clock,
     leaseTtlMs: config.server.requestTimeoutSecs * 1000,
@@ -79,5 +85,6 @@ export function createFleetFromConfig(
     },
     metrics: deps.metrics,
     ...(deps.onEvent ? { onEvent: deps.onEvent } : {}),
+    ...(deps.sharing ? { sharing: deps.sharing } : {}),
   });
 }

@@ -1,6 +1,7 @@
 /** Public endpoints: models, probes and metrics. */
 import type { Hono } from 'hono';
 import type { FleetApi, WorkerInfo } from '../contracts/fleet-api.ts';
+import type { StoreStatus } from '../fleet/store-link.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/metrics.ts';
 
@@ -9,9 +10,10 @@ export function registerPublicRoutes(
   fleet: FleetApi,
   metrics: MetricsRegistry,
   startedAt: number,
-  draining: () => boolean = () => false,
-  pd = false,
+  options: { draining?: () => boolean; pd?: boolean; storeStatus?: () => StoreStatus } = {},
 ): void {
+  const draining = options.draining ?? (() => false);
+  const pd = options.pd === true;
   app.get('/v1/models', async (c) => {
     const models = pd ? decodeModels(await fleet.listWorkers()) : await fleet.models();
     const created = Math.floor(startedAt / 1000);
@@ -71,12 +73,23 @@ export function registerPublicRoutes(
         total_workers: counts.total,
         unhealthy_workers: counts.unhealthy,
         open_circuits: counts.openCircuits,
+        ...(options.storeStatus ? { state_store: storeStatusJson(options.storeStatus()) } : {}),
       },
       ok ? 200 : 503,
     );
   });
 
   app.get('/metrics', async () => metricsResponse(metrics));
+}
+
+/** The shared store's state as /health shows it (a store that is down degrades, not fails: 200 stays). */
+function storeStatusJson(s: StoreStatus) {
+  return {
+    url: s.url,
+    connected: s.connected,
+    lag_seconds: s.lagSeconds === null ? null : Math.round(s.lagSeconds * 1000) / 1000,
+    fallbacks: s.fallbacks,
+  };
 }
 
 /** Models of the decode workers (they answer the client), first seen first. */

@@ -23,7 +23,7 @@ import type { RouteInput } from '../contracts/fleet-api.ts';
 import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
 import { addGaugeSource, cacheCounters } from './policy-metrics.ts';
 import { type PrefixMatch, RadixTree } from './radix-tree.ts';
-import { TieBreaker } from './tie-break.ts';
+import { tieBreakerFor } from './tie-break.ts';
 
 /** The periodic eviction brings the tree down to this fraction of --max-tree-bytes and --max-tree-size. */
 export const EVICTION_LOW_WATER = 0.9;
@@ -50,7 +50,7 @@ export function createCacheAware(ctx: PolicyContext): Policy {
   const lowBytes = Math.floor(maxTreeBytes * EVICTION_LOW_WATER);
   const maxTextChars = Math.max(1, Math.floor(maxTreeBytes * TRACKED_CHARS_PER_BYTE));
   const tree = new RadixTree();
-  const ties = new TieBreaker();
+  const ties = tieBreakerFor(ctx);
   const counters = cacheCounters(ctx.metrics);
   let nextEviction = ctx.clock.monotonic() + intervalMs;
   let exported = false;
@@ -105,7 +105,11 @@ export function createCacheAware(ctx: PolicyContext): Policy {
       return chosen;
     },
     recordPrefix(text: string, workerId: string) {
-      tree.insert(text.length > maxTextChars ? text.slice(0, maxTextChars) : text, workerId, ctx.clock.monotonic());
+      tree.insert(
+        text.length > maxTextChars ? text.slice(0, maxTextChars) : text,
+        workerId,
+        ctx.clock.monotonic(),
+      );
       tree.evict(maxTreeSize, maxTreeBytes);
     },
     onWorkerRemoved(workerId: string) {

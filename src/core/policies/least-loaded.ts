@@ -11,7 +11,7 @@ import { RouterError } from '../contracts/errors.ts';
 import type { RouteInput } from '../contracts/fleet-api.ts';
 import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
 import { SessionTable, sessionHooks, utf8Length } from './session-table.ts';
-import { TieBreaker } from './tie-break.ts';
+import { tieBreakerFor } from './tie-break.ts';
 
 export function sessionRequiredMessage(sessionKey: string | undefined): string {
   const sources = [
@@ -30,7 +30,7 @@ export function createLeastLoaded(ctx: PolicyContext): Policy {
     activeWindowMs: ttlMs,
     onAssign: (id, worker) => ctx.sharing?.sessionPlaced(ctx.pool, id, worker),
   });
-  const ties = new TieBreaker();
+  const ties = tieBreakerFor(ctx);
   const sessions = (w: PolicyWorker) => table.pinnedOn(w.id);
   const message = sessionRequiredMessage(ctx.settings.sessionKey);
 

@@ -3,10 +3,10 @@
  * requests in flight wins, ties by processed count, then alternating (never always the first).
  */
 import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
-import { TieBreaker } from './tie-break.ts';
+import { tieBreakerFor } from './tie-break.ts';
 
 export function createPowerOfTwo(ctx: PolicyContext): Policy {
-  const ties = new TieBreaker();
+  const ties = tieBreakerFor(ctx);
   return {
     name: 'power_of_two',
     select(candidates: readonly PolicyWorker[]) {

@@ -134,7 +134,10 @@ export class SessionTable {
 
   /** Places a session where another replica put it (as `assign`, without telling `onAssign`). */
   adopt(id: string, worker: string, now: number, movedAt?: number): void {
-    if (this.pinned.get(id)?.worker === worker) return this.touch(id, now);
+    if (this.pinned.get(id)?.worker === worker) {
+      this.touch(id, now);
+      return;
+    }
     this.release(id);
     const e: SessionEntry = { worker, lastAccess: now };
     if (movedAt !== undefined) e.movedAt = movedAt;

@@ -43,7 +43,7 @@ import {
 import { addGaugeSource, sllRebalances } from './policy-metrics.ts';
 import { rendezvousPick } from './rendezvous-hash.ts';
 import { type SessionEntry, SessionTable, sessionHooks, utf8Length } from './session-table.ts';
-import { TieBreaker } from './tie-break.ts';
+import { tieBreakerFor } from './tie-break.ts';
 
 export const REBALANCE_INTERVAL_MS = 30_000;
 export const REBALANCE_COOLDOWN_MS = 300_000;
@@ -99,7 +99,7 @@ export function createStickyLeastLoaded(ctx: PolicyContext): Policy {
     sweepIntervalMs: SWEEP_INTERVAL_MS,
     onAssign: (id, worker) => ctx.sharing?.sessionPlaced(ctx.pool, id, worker),
   });
-  const ties = new TieBreaker();
+  const ties = tieBreakerFor(ctx);
   const rebalances = sllRebalances(ctx.metrics);
   const rebalancer: Rebalancer = {
     ratio: rebalanceRatio,

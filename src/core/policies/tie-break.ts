@@ -16,7 +16,16 @@ function compare<W extends PolicyWorker>(a: W, b: W, score: Score<W> | undefined
 }
 
 export class TieBreaker {
-  private cursor = 0;
+  private cursor: number;
+
+  /**
+   * `start`: where the cursor begins. Router replicas sharing a store start it at random (see
+   * `tieBreakerFor`): replicas started together would otherwise break every tie alike and send
+   * their first choices to the same engines.
+   */
+  constructor(private readonly start = 0) {
+    this.cursor = start;
+  }
 
   /**
    * The least candidate by (score, load, processed); exact ties rotate. `candidates` must be
@@ -53,6 +62,11 @@ export class TieBreaker {
   }
 
   reset(): void {
-    this.cursor = 0;
+    this.cursor = this.start;
   }
+}
+
+/** A policy's tie-breaker: from 0 alone, at a random place when the router is one of several replicas. */
+export function tieBreakerFor(ctx: { sharing?: unknown; random: () => number }): TieBreaker {
+  return new TieBreaker(ctx.sharing === undefined ? 0 : Math.floor(ctx.random() * 0x40000000));
 }

@@ -96,6 +96,7 @@ describe('--help', () => {
       'Health checks',
       'Logging and metrics',
       'Authentication',
+      'Shared state across replicas',
       'Compatibility',
     ]);
   });

@@ -33,6 +33,7 @@ describe('defaults', () => {
         requestIdHeaders: ['x-request-id', 'x-correlation-id', 'x-trace-id', 'request-id'],
         corsAllowedOrigins: [],
         allowedHosts: [],
+        trustedProxies: [],
         keepAliveTimeoutSecs: 75,
         shutdownDrainDelaySecs: 5,
         shutdownGraceSecs: 30,
@@ -116,6 +117,7 @@ describe('defaults', () => {
         validationTimeoutSecs: 5,
       },
       admin: {},
+      stateStore: { timeoutMs: 250, keyPrefix: 'vllm-router:' },
       discovery: {
         selector: [],
         port: 8000,
