@@ -8,6 +8,7 @@ export default defineConfig({
       'test/contract/**/*.test.ts',
       'test/runtime/{node,deno}/**/*.test.ts',
       'test/app/**/*.test.ts',
+      'test/browser/**/*.test.ts',
     ],
     testTimeout: 20_000,
     hookTimeout: 20_000,

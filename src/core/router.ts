@@ -10,25 +10,28 @@ import type { RouterConfig } from './config/schema.ts';
 import { assertSupported } from './config/unsupported.ts';
 import type { FleetApi } from './contracts/fleet-api.ts';
 import { type Clock, type Random, systemClock, systemNewId, systemRandom } from './contracts/runtime.ts';
+import type { SharedStore } from './contracts/shared-store.ts';
 import type { Upstream } from './contracts/upstream.ts';
 import type { Fleet } from './fleet/fleet.ts';
 import { registerFleetCollector } from './fleet/fleet-collector.ts';
+import type { FleetSharing } from './fleet/fleet-sharing.ts';
 import { createFleetFromConfig } from './fleet/from-config.ts';
 import { refreshWorkers, runHealthTick, waitForHealthyWorker } from './fleet/health-check.ts';
 import { MooncakeBootstrap } from './fleet/mooncake-bootstrap.ts';
 import { ProbeLog } from './fleet/probe-log.ts';
+import type { ReplicaFleet } from './fleet/replica-fleet.ts';
+import { SharedFleet } from './fleet/shared-fleet.ts';
+import { StoreLink, type StoreStatus } from './fleet/store-link.ts';
 import { createRouterApp } from './http/app.ts';
+import { type FleetEventHandler, FleetEvents } from './observability/fleet-events.ts';
 import { createLogger, type Logger, type LogSink } from './observability/logger.ts';
 import { MetricsRegistry } from './observability/metrics.ts';
+import { Observations } from './observability/observations.ts';
 import { pdConnector } from './routing/context.ts';
 import type { RawRequestHeaders } from './routing/headers.ts';
 import { InFlight } from './routing/in-flight.ts';
 
-export type FleetEventHandler = (
-  level: 'info' | 'warn',
-  message: string,
-  fields: Record<string, unknown>,
-) => void;
+export type { FleetEventHandler } from './observability/fleet-events.ts';
 
 export interface RouterHost {
   upstream: Upstream;
@@ -59,12 +62,15 @@ export interface RouterHost {
   p2pRegistry?: { zmqAddress(url: string): string | undefined };
   /** The host runs Kubernetes service discovery (--service-discovery; Node) next to this router. */
   kubernetesDiscovery?: boolean;
+  /** The host can share the fleet through --state-store (Node, Deno). */
+  stateStore?: boolean;
 }
 
 function runtimeFeatures(host: RouterHost) {
   return {
     p2pRegistration: host.p2pRegistry !== undefined,
     kubernetesDiscovery: host.kubernetesDiscovery === true,
+    stateStore: host.stateStore === true,
   };
 }
 
@@ -76,6 +82,8 @@ export interface Router<F extends FleetApi = Fleet> {
   logger: Logger;
   metrics: MetricsRegistry;
   clock: Clock;
+  /** Told of every finished request (the live fleet page's statistics, for one). */
+  observations: Observations;
   /**
    * The startup round, while the router already serves (/readiness 503 until a worker is healthy):
    * with health checks on, probe until a worker is healthy (up to --worker-startup-timeout-secs;
@@ -99,25 +107,69 @@ export interface Router<F extends FleetApi = Fleet> {
   shutdown(): void;
 }
 
-/** A router around the in-memory fleet the config describes (Node, Deno, the Durable Object). */
-export function createRouter(config: RouterConfig, host: RouterHost): Router<Fleet> {
+/** The in-memory fleet the config describes, with its logger and metrics. */
+function localFleet(config: RouterConfig, host: RouterHost, sharing?: FleetSharing) {
   assertSupported(config, runtimeFeatures(host));
   const clock = host.clock ?? systemClock;
   const metrics = host.metrics ?? new MetricsRegistry();
   const logger = createLogger({ ...config.log, sink: host.logSink, now: () => clock.now() });
+  const fleetEvents = new FleetEvents(host.onFleetEvent);
   const fleet = createFleetFromConfig(config, {
     clock,
     random: host.random ?? systemRandom,
     metrics,
     onEvent: (level, message, fields) => {
       logger.log(level, message, fields);
-      host.onFleetEvent?.(level, message, fields);
+      fleetEvents.emit(level, message, fields);
     },
+    ...(sharing ? { sharing } : {}),
   });
   registerFleetCollector(metrics, fleet);
+  return { fleet, logger, host: { ...host, clock, metrics, fleetEvents } };
+}
+
+/** A router around the in-memory fleet the config describes (Node, Deno, the Durable Object). */
+export function createRouter(config: RouterConfig, host: RouterHost): Router<Fleet> {
+  const local = localFleet(config, host);
   // Node and Deno cut requests at shutdown. (Only they build `app` from this router: on Workers a
   // request's I/O cannot be aborted from another request, and isolates do not shut down.)
-  return assemble(config, { ...host, clock, metrics }, fleet, logger, new InFlight());
+  return assemble(config, local.host, local.fleet, local.logger, new InFlight());
+}
+
+/**
+ * A router replica sharing its fleet with others through `store` (--state-store; Node, Deno):
+ * its `start` first connects to the store (shared-fleet.ts), then runs the startup round; `close`
+ * stops the sync and the store connection.
+ */
+export function createReplicaRouter(
+  config: RouterConfig,
+  host: RouterHost,
+  store: SharedStore,
+): Router<SharedFleet> & { close(): Promise<void> } {
+  let shared: SharedFleet | undefined;
+  const local = localFleet(
+    config,
+    host,
+    SharedFleet.sharingFor(() => shared),
+  );
+  const link = new StoreLink(store, local.host.clock, local.logger, local.host.metrics);
+  shared = new SharedFleet(local.fleet as ReplicaFleet, link, {
+    clock: local.host.clock,
+    sessionTtlMs: config.sll.sessionExpirationSecs * 1000,
+  });
+  const fleet = shared;
+  const router = assemble(config, local.host, fleet, local.logger, new InFlight(), () => link.status());
+  const start = router.start;
+  return Object.assign(router, {
+    start: async (sleep: (ms: number) => Promise<void>, signal?: AbortSignal) => {
+      await fleet.sync.start();
+      return start(sleep, signal);
+    },
+    close: async () => {
+      fleet.sync.stop();
+      await store.close();
+    },
+  });
 }
 
 /** Mooncake's bootstrap lookup, when the config runs Mooncake. */
@@ -160,10 +212,11 @@ export function createRouterOn<F extends FleetApi>(
 
 function assemble<F extends FleetApi>(
   config: RouterConfig,
-  host: RouterHost & { clock: Clock; metrics: MetricsRegistry },
+  host: RouterHost & { clock: Clock; metrics: MetricsRegistry; fleetEvents?: FleetEvents },
   fleet: F,
   logger: Logger,
   inFlight?: InFlight,
+  storeStatus?: () => StoreStatus,
 ): Router<F> {
   const { clock, metrics, upstream } = host;
   const tickDeps = { fleet, upstream, clock, config, probeLog: new ProbeLog(logger) };
@@ -173,6 +226,7 @@ function assemble<F extends FleetApi>(
     ...(host.p2pRegistry ? { zmqAddress: (url: string) => host.p2pRegistry?.zmqAddress(url) } : {}),
   };
   const refresh = (only?: readonly string[]) => refreshWorkers(tickDeps, only);
+  const observations = new Observations();
   let app: Hono | undefined;
   let draining = false;
   return {
@@ -189,15 +243,18 @@ function assemble<F extends FleetApi>(
           logger,
           metrics,
           pd,
+          observations,
           ...(inFlight ? { inFlight } : {}),
         },
         {
           refreshWorkers: refresh,
           draining: () => draining,
+          fleetEvents: host.fleetEvents,
           ...(host.peerAddress ? { peerAddress: host.peerAddress } : {}),
           ...(host.requestHeaders ? { requestHeaders: host.requestHeaders } : {}),
           ...(host.adminWithoutKey ? { adminWithoutKey: host.adminWithoutKey } : {}),
           ...(host.adminHostCheck === false ? { adminHostCheck: false } : {}),
+          ...(storeStatus ? { storeStatus } : {}),
         },
       );
       return app;
@@ -206,6 +263,7 @@ function assemble<F extends FleetApi>(
     logger,
     metrics,
     clock,
+    observations,
     async start(sleep, signal) {
       const warm = bootstrap ? warmUpBootstrap(bootstrap, fleet, sleep, signal) : undefined;
       let healthy: boolean;

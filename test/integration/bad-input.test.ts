@@ -69,7 +69,7 @@ describe('bad input never reaches an engine', () => {
     expect(ok.status).toBe(200);
     const metrics = await (await fetch(`${stack.router.url}/metrics`)).text();
     expect(metrics).toMatch(
-      /vllm_router_request_errors_total\{route="\/v1\/chat\/completions",error_type="invalid_json"\} [1-9]/,
+      /vllm_router_request_errors_total\{route="\/v1\/chat\/completions",error_type="invalid_json",model=""\} [1-9]/,
     );
   });
 

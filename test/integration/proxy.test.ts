@@ -130,10 +130,10 @@ describe('proxying to simulated engines', () => {
     for (const url of [`${stack.router.url}/metrics`, stack.router.metricsUrl as string]) {
       const text = await (await fetch(url)).text();
       expect(text).toMatch(
-        /vllm_router_requests_total\{route="\/v1\/chat\/completions",method="POST",status="200"\} \d+/,
+        /vllm_router_requests_total\{route="\/v1\/chat\/completions",method="POST",status="200",model="sim-model"\} \d+/,
       );
       expect(text).toContain(
-        'vllm_router_request_duration_seconds_bucket{route="/v1/chat/completions",le="0.001"}',
+        'vllm_router_request_duration_seconds_bucket{route="/v1/chat/completions",model="sim-model",le="0.001"}',
       );
       for (const e of stack.engines) {
         expect(text).toMatch(new RegExp(`vllm_router_processed_requests_total\\{worker="${e.url}"\\} [1-9]`));

@@ -169,6 +169,31 @@ export const scenarios = {
     expect(inference(engines)).toEqual([]);
   },
 
+  async 'serves its process and runtime metrics and its build info on /metrics'({
+    url,
+    engines,
+  }: ScenarioContext) {
+    prepare(engines, { tokens: 4, ttftMs: 5, itlMs: 30 });
+    await (await post(url, chat({ stream: true, stream_options: { include_usage: true } }))).text();
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const runtime =
+      /^vllm_router_build_info\{version="[^"]+",runtime="(node|deno)",runtime_version="[^"]+"\} 1$/m;
+    expect(text).toMatch(runtime);
+    for (const name of [
+      'process_resident_memory_bytes',
+      'process_cpu_seconds_total',
+      'vllm_router_heap_used_bytes',
+      'vllm_router_event_loop_lag_p99_seconds',
+    ]) {
+      expect(await metricValue(url, name), name).toBeGreaterThanOrEqual(0);
+    }
+    expect(await metricValue(url, 'process_resident_memory_bytes')).toBeGreaterThan(10_000_000);
+    expect(text).toMatch(
+      /^vllm_router_time_to_first_token_seconds_count\{model="sim-model",worker="[^"]+"\} [1-9]/m,
+    );
+    expect(text).toMatch(/^vllm_router_completion_tokens_total\{model="sim-model"\} [1-9]/m);
+  },
+
   /** Last: it stops the router (started with --shutdown-drain-delay-secs 2). */
   async 'on SIGTERM answers /readiness 503 while still serving, lets the in-flight stream finish, then exits 0'({
     url,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RouterError } from '../../src/core/contracts/errors.ts';
 import { Admission, type Release } from '../../src/core/http/admission.ts';
+import { MetricsRegistry } from '../../src/core/observability/metrics.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 
 const signal = () => new AbortController().signal;
@@ -59,5 +60,38 @@ describe('Admission', () => {
     expect(a.waiting).toBe(0);
     hold();
     expect(a.active).toBe(0);
+  });
+
+  it('exports permits in use, queue depth and each wait by outcome (fake clock)', async () => {
+    const clock = new FakeClock();
+    const metrics = new MetricsRegistry();
+    const a = new Admission(1, 5, 30_000, clock);
+    a.exportMetrics(metrics);
+    const hold = a.acquire(signal()) as Release; // a free permit: a wait of 0
+    const admitted = a.acquire(signal()) as Promise<Release | RouterError>;
+    const leaving = new AbortController();
+    const left = a.acquire(leaving.signal) as Promise<Release | RouterError>;
+    const timedOut = a.acquire(signal()) as Promise<Release | RouterError>;
+    let text = await metrics.render();
+    expect(text).toContain('vllm_router_admission_active_requests 1');
+    expect(text).toContain('vllm_router_admission_queue_depth 3');
+    clock.advance(200);
+    leaving.abort();
+    await left;
+    clock.advance(300);
+    hold();
+    const next = (await admitted) as Release;
+    clock.advance(29_500);
+    await timedOut;
+    text = await metrics.render();
+    const wait = 'vllm_router_admission_queue_wait_seconds';
+    expect(text).toContain(`${wait}_count{outcome="admitted"} 2`);
+    expect(text).toContain(`${wait}_sum{outcome="admitted"} 0.5`);
+    expect(text).toContain(`${wait}_bucket{outcome="admitted",le="0.001"} 1`);
+    expect(text).toContain(`${wait}_sum{outcome="client_left"} 0.2`);
+    expect(text).toContain(`${wait}_sum{outcome="timed_out"} 30`);
+    expect(text).toContain('vllm_router_admission_queue_depth 0');
+    next();
+    expect(await metrics.render()).toContain('vllm_router_admission_active_requests 0');
   });
 });

@@ -35,4 +35,25 @@ describe('MetricsRegistry', () => {
     expect(await reg.render()).toContain('t_load{worker="w"} 1');
     expect(await reg.render()).toContain('t_load{worker="w"} 2');
   });
+
+  it('finds a series by several label values without mixing them up; remove and clear drop series', async () => {
+    const reg = new MetricsRegistry();
+    const c = reg.counter('t_total', 'T', ['route', 'model', 'status']);
+    c.labels('/a', 'm', '200').inc();
+    c.labels('/a', 'm', '200').inc();
+    c.labels('/a', 'm2', '200').inc(5);
+    expect(c.labels('/a', 'm', '200')).toBe(c.labels('/a', 'm', '200'));
+    let text = await reg.render();
+    expect(text).toContain('t_total{route="/a",model="m",status="200"} 2');
+    expect(text).toContain('t_total{route="/a",model="m2",status="200"} 5');
+    c.remove('/a', 'm', '200');
+    text = await reg.render();
+    expect(text).not.toContain('model="m",');
+    c.labels('/a', 'm', '200').inc();
+    expect(await reg.render()).toContain('t_total{route="/a",model="m",status="200"} 1');
+    c.clear();
+    expect(await reg.render()).not.toContain('t_total{');
+    c.labels('/a', 'm2', '200').inc();
+    expect(await reg.render()).toContain('t_total{route="/a",model="m2",status="200"} 1');
+  });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MetricsRegistry } from '../../src/core/observability/metrics.ts';
 import { RetryBudget } from '../../src/core/resilience/retry-budget.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 
@@ -45,5 +46,27 @@ describe('RetryBudget', () => {
     const budget = new RetryBudget({ ratio: 0, minPerSec: 0 }, new FakeClock());
     budget.recordRequest();
     expect(budget.tryAcquire()).toBe(false);
+  });
+
+  it('says how many retries remain, and exports it as a gauge read at scrape time', async () => {
+    const clock = new FakeClock(0);
+    const metrics = new MetricsRegistry();
+    const budget = new RetryBudget({ ratio: 0.25, minPerSec: 0 }, clock);
+    budget.exportGauge(metrics);
+    for (let i = 0; i < 10; i++) budget.recordRequest();
+    expect(budget.remaining()).toBe(2); // 2.5 allowed: two whole retries
+    expect(take(budget, 1)).toBe(1);
+    expect(budget.remaining()).toBe(1);
+    expect(await metrics.render()).toContain('vllm_router_retry_budget_remaining 1');
+    expect(take(budget, 5)).toBe(1);
+    expect(budget.remaining()).toBe(0);
+    expect(await metrics.render()).toContain('vllm_router_retry_budget_remaining 0');
+    clock.advance(10_000); // the window moved on: nothing spent, nothing earned
+    expect(budget.remaining()).toBe(0);
+    budget.recordRequest();
+    budget.recordRequest();
+    budget.recordRequest();
+    budget.recordRequest();
+    expect(await metrics.render()).toContain('vllm_router_retry_budget_remaining 1');
   });
 });

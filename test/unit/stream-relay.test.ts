@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { ChunkTail } from '../../src/core/observability/usage.ts';
 import { type RelayEnd, relayStream } from '../../src/core/routing/stream-relay.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -89,5 +91,45 @@ describe('relayStream', () => {
     await reader.cancel('client gone');
     expect(cancelled).toBe('client gone');
     expect(ends).toEqual(['cancel']);
+  });
+
+  it('times the first chunk and each gap after it with one clock reading per chunk, and keeps the tail', async () => {
+    const clock = new FakeClock(1000);
+    let reads = 0;
+    const monotonic = clock.monotonic.bind(clock);
+    clock.monotonic = () => {
+      reads++;
+      return monotonic();
+    };
+    const tail = new ChunkTail();
+    const firsts: number[] = [];
+    const gaps: number[] = [];
+    const src = source([
+      'data: {"t":1}\n\n',
+      'data: {"t":2}\n\n',
+      'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n',
+      'data: [DONE]\n\n',
+    ]);
+    const reader = relayStream(src.stream, {
+      sse: true,
+      clock,
+      onFirstChunk: (at) => firsts.push(at),
+      onGap: (ms) => gaps.push(ms),
+      tail,
+      idle: { ms: 60_000, clock },
+      onDone: () => {},
+    }).getReader();
+    reads = 0;
+    await reader.read();
+    clock.advance(25);
+    await reader.read();
+    clock.advance(40);
+    await reader.read();
+    await reader.read();
+    expect((await reader.read()).done).toBe(true);
+    expect(firsts).toEqual([1000]);
+    expect(gaps).toEqual([25, 40, 0]);
+    expect(reads).toBe(4); // one per chunk, shared with the idle guard
+    expect(tail.usage()).toEqual({ prompt: 3, completion: 2 });
   });
 });

@@ -4,9 +4,11 @@
  * 1. Host (every admin request): the Host header names this router (--host unless a wildcard),
  *    localhost or *.localhost, an IP literal, or a --allowed-hosts pattern. A page on a rebound
  *    DNS name reaches the router with its own name as Host, so it is refused (DNS rebinding).
- * 2. State-changing requests (POST, PUT, DELETE, PATCH): no Origin outside --cors-allowed-origins,
- *    no `Sec-Fetch-Site: cross-site` without such an Origin, and a JSON body or none at all (a
- *    browser's cross-site "simple request" can only send form and text bodies).
+ * 2. State-changing requests (POST, PUT, DELETE, PATCH): no Origin outside --cors-allowed-origins
+ *    other than the router's own (the Origin's host and port are the Host header's: its live fleet
+ *    page, served by the router itself), no `Sec-Fetch-Site: cross-site` without such an Origin,
+ *    and a JSON body or none at all (a browser's cross-site "simple request" can only send form
+ *    and text bodies).
  * 3. Who: with --admin-api-key, `Authorization: Bearer KEY` (compared in constant time over SHA-256
  *    digests); without it, loopback peers only (Node, Deno; and client auth when that is on) or
  *    nobody (Workers, `withoutKey: 'off'`).
@@ -87,12 +89,24 @@ function hostRule(config: RouterConfig): Rule {
 
 const normalizeOrigin = (origin: string) => origin.trim().toLowerCase().replace(/\/+$/, '');
 
+/** The Origin names this router itself: its host and port are the Host header's (checked by rule 1). */
+function isOwnOrigin(origin: string, host: string | undefined): boolean {
+  if (host === undefined) return false;
+  try {
+    return new URL(origin.trim()).host === host.trim().toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
 /** Origin and Sec-Fetch-Site: a browser page of another site may not change the fleet. */
 function originRule(corsAllowedOrigins: readonly string[]): Rule {
   const origins = new Set(corsAllowedOrigins.map(normalizeOrigin));
   return (c) => {
     const origin = c.req.header('origin');
-    const allowedOrigin = origin !== undefined && origins.has(normalizeOrigin(origin));
+    const allowedOrigin =
+      origin !== undefined &&
+      (origins.has(normalizeOrigin(origin)) || isOwnOrigin(origin, c.req.header('host')));
     if (origin !== undefined && !allowedOrigin) {
       return forbidden(`admin change refused: Origin ${quote(origin)} is not in --cors-allowed-origins`);
     }

@@ -5,6 +5,8 @@
 import { type Context, Hono } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
 import { errorResponse, RouterError } from '../contracts/errors.ts';
+import type { StoreStatus } from '../fleet/store-link.ts';
+import type { FleetEvents } from '../observability/fleet-events.ts';
 import { createPipelineContext, type RouterDeps } from '../routing/context.ts';
 import type { RawRequestHeaders } from '../routing/headers.ts';
 import { isAdminPath, registerAdminRoutes } from './admin.ts';
@@ -12,6 +14,7 @@ import { createAdminGuard } from './admin-guard.ts';
 import { Admission } from './admission.ts';
 import { createClientAuth } from './client-auth.ts';
 import { optionsResponse, routerCors } from './cors.ts';
+import { isDashboardPath, registerDashboard } from './dashboard.ts';
 import { registerInferenceRoutes } from './inference.ts';
 import { unsafePathResponse } from './path-hygiene.ts';
 import { registerPublicRoutes } from './routes.ts';
@@ -29,6 +32,10 @@ export interface AppOptions {
   adminHostCheck?: boolean;
   /** True once shutdown began: /readiness answers 503 while requests are still served. */
   draining?: () => boolean;
+  /** Replicas sharing a store: its state, shown by /health. */
+  storeStatus?: () => StoreStatus;
+  /** The fleet's events (breakers, health), for the live fleet page; absent where the fleet is elsewhere. */
+  fleetEvents?: FleetEvents | undefined;
 }
 
 /** Probes stay open whatever the auth settings (Kubernetes calls them without credentials). */
@@ -46,7 +53,9 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
     const adminKeyed = config.admin.apiKey !== undefined;
     app.use(
       '*',
-      clientAuth.middleware((path) => PROBES.has(path) || (adminKeyed && isAdminPath(path))),
+      clientAuth.middleware(
+        (path) => PROBES.has(path) || (adminKeyed && (isAdminPath(path) || isDashboardPath(path))),
+      ),
     );
   }
   const admission = new Admission(
@@ -55,7 +64,19 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
     config.admission.queueTimeoutSecs * 1000,
     deps.clock,
   );
-  registerPublicRoutes(app, deps.fleet, deps.metrics, deps.clock.now(), options.draining, config.pd.enabled);
+  registerPublicRoutes(app, deps.fleet, deps.metrics, deps.clock.now(), {
+    ...(options.draining ? { draining: options.draining } : {}),
+    pd: config.pd.enabled,
+    ...(options.storeStatus ? { storeStatus: options.storeStatus } : {}),
+  });
+  const adminGuard = createAdminGuard(config, {
+    withoutKey: options.adminWithoutKey ?? 'loopback',
+    ...(options.adminHostCheck === false ? { hostCheck: false } : {}),
+    ...(options.peerAddress ? { peerAddress: options.peerAddress } : {}),
+    ...(clientAuth ? { clientAuth } : {}),
+  });
+  // Before the admin routes: the page notes the worker changes made through them.
+  registerDashboard(app, { ...deps, config, fleetEvents: options.fleetEvents }, adminGuard);
   registerAdminRoutes(
     app,
     {
@@ -65,12 +86,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
       config,
       probe: (urls) => options.refreshWorkers(urls),
     },
-    createAdminGuard(config, {
-      withoutKey: options.adminWithoutKey ?? 'loopback',
-      ...(options.adminHostCheck === false ? { hostCheck: false } : {}),
-      ...(options.peerAddress ? { peerAddress: options.peerAddress } : {}),
-      ...(clientAuth ? { clientAuth } : {}),
-    }),
+    adminGuard,
   );
   const pipeline = createPipelineContext(config, deps);
   registerInferenceRoutes(app, config, pipeline, admission, options.peerAddress, options.requestHeaders);

@@ -8,6 +8,7 @@
 import type { Context, Hono } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
 import { RouterError } from '../contracts/errors.ts';
+import { clientAddress } from '../observability/client-address.ts';
 import type { PolicyNeeds } from '../policies/policy.ts';
 import { policyNeeds } from '../policies/registry.ts';
 import { type RawRequestHeaders, rawHeader, upstreamRequestHeaders } from '../routing/headers.ts';
@@ -157,6 +158,18 @@ function releaseBoth(permit: () => void, reservation: Reservation | undefined): 
   };
 }
 
+/** Answers a request refused before routing; the log line names its client. */
+function rejected(
+  ctx: PipelineContext,
+  call: { route: string; method: string; requestId: string },
+  peer: string | undefined,
+  header: HeaderLookup,
+  err: RouterError,
+): Response {
+  const client = clientAddress(peer, header('x-forwarded-for'), ctx.trustedProxies);
+  return rejectRequest(ctx, { ...call, client }, err);
+}
+
 export function registerInferenceRoutes(
   app: Hono,
   config: RouterConfig,
@@ -169,29 +182,33 @@ export function registerInferenceRoutes(
   const rules = intakeRules(config);
   const budget = new BodyBudget(config.server.maxBufferedBytesTotal);
   budget.exportGauge(ctx.deps.metrics);
+  admission.exportMetrics(ctx.deps.metrics);
 
   const handle = (route: string, jsonRequired: boolean) => async (c: Context) => {
     const raw = rawHeaders?.(c);
     const header = headerLookup(c, raw);
     const requestId = requestIdOf(header, idHeaders, ctx.deps.newId);
     const method = c.req.method;
+    const peer = peerAddress?.(c);
     const permit = admission.enabled ? await admission.acquire(c.req.raw.signal) : NO_PERMIT;
-    if (permit instanceof RouterError) return rejectRequest(ctx, { route, method, requestId }, permit);
+    if (permit instanceof RouterError)
+      return rejected(ctx, { route, method, requestId }, peer, header, permit);
     let read: Intake;
     try {
       read = await intake(c, ctx, { path: route, jsonRequired }, rules, budget, header);
     } catch (err) {
       permit();
-      if (err instanceof RouterError) return rejectRequest(ctx, { route, method, requestId }, err);
+      if (err instanceof RouterError) return rejected(ctx, { route, method, requestId }, peer, header, err);
       throw err;
     }
     return proxyRequest(ctx, {
       route,
       method,
       target: targetOf(c.req.url),
-      headers: upstreamRequestHeaders(raw ?? c.req.raw.headers, { peer: peerAddress?.(c), url: c.req.url }),
+      headers: upstreamRequestHeaders(raw ?? c.req.raw.headers, { peer, url: c.req.url }),
       body: read.body,
       clientSignal: c.req.raw.signal,
+      peer,
       requestId,
       info: read.info,
       ...(read.json ? { json: read.json } : {}),

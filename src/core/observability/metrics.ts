@@ -25,8 +25,12 @@ function formatNumber(n: number): string {
   return Number.isNaN(n) ? 'NaN' : String(n);
 }
 
+/** Label values → child, one map per label: a lookup joins no strings (hot-path updates allocate nothing). */
+type Trie<Child> = Map<string, Trie<Child> | Child>;
+
 abstract class Metric<Child> {
   protected readonly children = new Map<string, { values: LabelValues; child: Child }>();
+  private readonly trie: Trie<Child> = new Map();
 
   constructor(
     readonly name: string,
@@ -40,22 +44,37 @@ abstract class Metric<Child> {
 
   /** The series for these label values (created on first use). */
   labels(...values: string[]): Child {
-    const key = values.length === 1 ? (values[0] as string) : values.join(KEY_SEP);
-    let entry = this.children.get(key);
-    if (!entry) {
-      entry = { values, child: this.create() };
-      this.children.set(key, entry);
+    let node = this.trie;
+    const last = values.length - 1;
+    for (let i = 0; i < last; i++) {
+      const value = values[i] as string;
+      let next = node.get(value) as Trie<Child> | undefined;
+      if (next === undefined) {
+        next = new Map();
+        node.set(value, next);
+      }
+      node = next;
     }
-    return entry.child;
+    const leaf = last < 0 ? '' : (values[last] as string);
+    const found = node.get(leaf) as Child | undefined;
+    if (found !== undefined) return found;
+    const child = this.create();
+    node.set(leaf, child);
+    this.children.set(values.join(KEY_SEP), { values, child });
+    return child;
   }
 
   /** Drops a series (a removed worker's gauges). */
   remove(...values: string[]): void {
-    this.children.delete(values.join(KEY_SEP));
+    if (!this.children.delete(values.join(KEY_SEP))) return;
+    let node: Trie<Child> | undefined = this.trie;
+    for (let i = 0; i < values.length - 1 && node; i++) node = node.get(values[i] as string) as Trie<Child>;
+    node?.delete(values.length === 0 ? '' : (values[values.length - 1] as string));
   }
 
   clear(): void {
     this.children.clear();
+    this.trie.clear();
   }
 
   render(out: string[]): void {

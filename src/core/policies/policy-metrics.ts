@@ -33,14 +33,25 @@ export function addGaugeSource(
     byName.set(name, aggregate);
     const gauge = metrics.gauge(name, help, ['worker']);
     metrics.addCollector(() => {
-      const totals = new Map<string, number>();
-      const add = (worker: string, value: number) => totals.set(worker, (totals.get(worker) ?? 0) + value);
-      for (const s of sources) s(add);
+      const totals = sum(sources);
       gauge.clear();
       for (const [worker, value] of totals) gauge.labels(worker).set(value);
     });
   }
   aggregate.sources.add(source);
+}
+
+function sum(sources: Iterable<GaugeSource>): Map<string, number> {
+  const totals = new Map<string, number>();
+  const add = (worker: string, value: number) => totals.set(worker, (totals.get(worker) ?? 0) + value);
+  for (const s of sources) s(add);
+  return totals;
+}
+
+/** The per-worker values of gauge `name` now (the live fleet page), or undefined when no policy reports it. */
+export function readGaugeSources(metrics: MetricsRegistry, name: string): Map<string, number> | undefined {
+  const aggregate = aggregates.get(metrics)?.get(name);
+  return aggregate ? sum(aggregate.sources) : undefined;
 }
 
 export function decisionsCounter(metrics: MetricsRegistry): Counter {

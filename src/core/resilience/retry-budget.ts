@@ -5,6 +5,7 @@
  * become a retry storm.
  */
 import type { Clock } from '../contracts/runtime.ts';
+import type { MetricsRegistry } from '../observability/metrics.ts';
 
 export const RETRY_BUDGET_WINDOW_SECS = 10;
 
@@ -58,6 +59,21 @@ export class RetryBudget {
       this.settings.ratio * this.sum(this.requests, sec),
       this.settings.minPerSec * RETRY_BUDGET_WINDOW_SECS,
     );
+  }
+
+  /** Retries the window still allows right now (0: the budget is spent). */
+  remaining(): number {
+    const sec = this.second();
+    return Math.max(0, Math.floor(this.allowance() - this.sum(this.retries, sec)));
+  }
+
+  /** Exports `remaining()` as a gauge, read at scrape time. */
+  exportGauge(metrics: MetricsRegistry): void {
+    const gauge = metrics.gauge(
+      'vllm_router_retry_budget_remaining',
+      `Retries the retry budget still allows over the last ${RETRY_BUDGET_WINDOW_SECS} s`,
+    );
+    metrics.addCollector(() => gauge.set(this.remaining()));
   }
 
   /** Takes one retry from the budget; false (and nothing taken) when it is spent. */

@@ -5,9 +5,12 @@ import type { FleetApi } from '../contracts/fleet-api.ts';
 import type { Clock, Random } from '../contracts/runtime.ts';
 import type { Upstream } from '../contracts/upstream.ts';
 import type { MooncakeBootstrap } from '../fleet/mooncake-bootstrap.ts';
+import { type TrustedProxies, trustedProxies } from '../observability/client-address.ts';
 import { createInstruments, type Instruments } from '../observability/instruments.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
+import { ModelLabels } from '../observability/model-labels.ts';
+import type { Observations } from '../observability/observations.ts';
 import type { RetrySettings } from '../resilience/backoff.ts';
 import type { StatusClasses } from '../resilience/classify.ts';
 import { RetryBudget } from '../resilience/retry-budget.ts';
@@ -32,6 +35,8 @@ export interface RouterDeps {
   inFlight?: InFlight;
   /** Prefill/decode helpers the host holds: Mooncake's bootstrap ids, P2P-NCCL's registered ZMQ addresses. */
   pd?: { bootstrap?: MooncakeBootstrap; zmqAddress?: (url: string) => string | undefined };
+  /** Told of every finished request (observations.ts). */
+  observations?: Observations;
 }
 
 export interface PipelineContext {
@@ -51,10 +56,17 @@ export interface PipelineContext {
   routedWorkerHeader: boolean;
   /** Prefill/decode disaggregation, when it is on. */
   pd?: PdContext;
+  /** The bounded `model` label of the request metrics. */
+  models: ModelLabels;
+  /** --trusted-proxies: whose X-Forwarded-For names the client in the request log. */
+  trustedProxies: TrustedProxies;
 }
 
 /** The pipeline's shared context for a config: status classes, retry budget, limits, the stall watch. */
 export function createPipelineContext(config: RouterConfig, deps: RouterDeps): PipelineContext {
+  const { budgetRatio: ratio, budgetMinPerSec: minPerSec } = config.retry;
+  const budget = new RetryBudget({ ratio, minPerSec }, deps.clock);
+  budget.exportGauge(deps.metrics);
   return {
     deps,
     instruments: createInstruments(deps.metrics),
@@ -63,10 +75,9 @@ export function createPipelineContext(config: RouterConfig, deps: RouterDeps): P
       capacity: new Set(config.circuitBreaker.capacityStatusCodes),
     },
     retry: config.retry,
-    budget: new RetryBudget(
-      { ratio: config.retry.budgetRatio, minPerSec: config.retry.budgetMinPerSec },
-      deps.clock,
-    ),
+    budget,
+    models: new ModelLabels(() => deps.fleet.models()),
+    trustedProxies: trustedProxies(config.server.trustedProxies),
     timeoutMs: config.server.requestTimeoutSecs * 1000,
     stalls: new StallWatch(deps.clock, stallSettings(config)),
     idleTimeoutMs: {
@@ -111,6 +122,8 @@ export interface ProxyCall {
   /** The body: buffered (retryable) or streamed through (one attempt). */
   body: Uint8Array | ReadableStream<Uint8Array> | null;
   clientSignal: AbortSignal;
+  /** The connection's peer address, where the runtime tells it (the request log's `client`). */
+  peer?: string | undefined;
   requestId: string;
   info: RequestInfo;
   /** The parsed JSON body, for requests split into prefill and decode legs. */

@@ -2,10 +2,14 @@
  * One client request's life in the router: its deadline timer, the abort wiring from the client
  * and the deadline to the engine, the attempt count, and `finish`, which runs exactly once (lease
  * settled, metrics and the log line recorded) whether the response ends, errors or is abandoned.
+ * The request metrics carry the bounded model label (model-labels.ts), resolved once per request;
+ * the log line is at warn for a 5xx, else at info.
  */
 
 import type { AttemptOutcome, RoutedWorker } from '../contracts/fleet-api.ts';
 import type { TimerHandle } from '../contracts/runtime.ts';
+import { clientAddress } from '../observability/client-address.ts';
+import type { TokenUsage } from '../observability/usage.ts';
 import type { PipelineContext, ProxyCall } from './context.ts';
 
 export const CLIENT_GONE = 'client disconnected';
@@ -31,6 +35,11 @@ export class Exchange {
   /** The lease of the response being relayed (0: none). */
   lease = 0;
   firstChunkAt: number | undefined;
+  /** When the response headers went to the client. */
+  respondedAt: number | undefined;
+  /** The token counts the engine reported, when it did. */
+  usage: TokenUsage | undefined;
+  private modelText: string | undefined;
   /** Called once when the exchange finishes (a plan's own metrics: the decode leg's duration). */
   onFinish: ((status: number) => void) | undefined;
   private timer: TimerHandle | undefined;
@@ -41,6 +50,7 @@ export class Exchange {
     readonly call: ProxyCall,
   ) {
     this.started = ctx.deps.clock.monotonic();
+    ctx.models.warm(call.info.model, this.started);
     const { clientSignal } = call;
     if (clientSignal.aborted) this.stop(CLIENT_GONE);
     else clientSignal.addEventListener('abort', this.onClientAbort);
@@ -100,6 +110,12 @@ export class Exchange {
     return this.reason !== undefined;
   }
 
+  /** The request's `model` label: a served model, `other`, or empty (resolved once). */
+  modelLabel(now = this.ctx.deps.clock.monotonic()): string {
+    this.modelText ??= this.ctx.models.label(this.call.info.model, now);
+    return this.modelText;
+  }
+
   elapsedMs(): number {
     return this.ctx.deps.clock.monotonic() - this.started;
   }
@@ -130,34 +146,91 @@ export class Exchange {
   finish(status: number, outcome: AttemptOutcome | undefined, errorType?: string): void {
     if (this.done) return;
     this.done = true;
-    const { deps, instruments } = this.ctx;
+    const { deps } = this.ctx;
     if (this.timer !== undefined) deps.clock.clearTimeout(this.timer);
     this.call.clientSignal.removeEventListener('abort', this.onClientAbort);
     deps.inFlight?.delete(this);
     this.call.release();
     if (this.lease !== 0 && outcome) void deps.fleet.settle(this.lease, outcome);
     this.onFinish?.(status);
+    const now = deps.clock.monotonic();
+    const ttft = this.firstChunkAt === undefined ? undefined : this.firstChunkAt - this.started;
+    this.record(status, errorType, now, ttft);
+    if (deps.observations?.active) this.observe(status, errorType, now, ttft);
+    this.logLine(status, errorType, now - this.started, ttft);
+  }
+
+  /** The request metrics, with the bounded model label. */
+  private record(status: number, errorType: string | undefined, now: number, ttft: number | undefined): void {
+    const { instruments } = this.ctx;
     const { route, method } = this.call;
-    const elapsed = this.elapsedMs();
-    instruments.requests.labels(route, method, String(status)).inc();
-    instruments.duration.labels(route).observe(elapsed / 1000);
-    if (errorType) instruments.errors.labels(route, errorType).inc();
-    if (deps.logger.enabled('info')) {
-      deps.logger.info('request', {
-        request_id: this.call.requestId,
-        route,
-        model: this.call.info.model,
-        stream: this.call.info.stream,
-        worker: this.worker?.id,
-        attempts: this.attempts,
-        status,
-        ms: Math.round(elapsed * 10) / 10,
-        ttft_ms:
-          this.firstChunkAt === undefined
-            ? undefined
-            : Math.round((this.firstChunkAt - this.started) * 10) / 10,
-        error: errorType,
-      });
-    }
+    const model = this.modelLabel(now);
+    instruments.requests.labels(route, method, String(status), model).inc();
+    instruments.duration.labels(route, model).observe((now - this.started) / 1000);
+    if (errorType) instruments.errors.labels(route, errorType, model).inc();
+    const worker = this.worker?.id;
+    if (worker !== undefined && this.respondedAt !== undefined)
+      instruments.headers.labels(model, worker).observe((this.respondedAt - this.started) / 1000);
+    if (worker !== undefined && ttft !== undefined && this.call.info.stream)
+      instruments.ttft.labels(model, worker).observe(ttft / 1000);
+    const usage = this.usage;
+    if (usage?.prompt !== undefined) instruments.promptTokens.labels(model).inc(usage.prompt);
+    if (usage?.completion !== undefined) instruments.completionTokens.labels(model).inc(usage.completion);
+  }
+
+  /** Tells the observers (observations.ts). */
+  private observe(
+    status: number,
+    errorType: string | undefined,
+    now: number,
+    ttft: number | undefined,
+  ): void {
+    const { info } = this.call;
+    const worker = this.worker?.id;
+    const usage = this.usage;
+    this.ctx.deps.observations?.emit({
+      route: this.call.route,
+      method: this.call.method,
+      ...(info.model === undefined ? {} : { model: info.model }),
+      stream: info.stream,
+      ...(worker === undefined ? {} : { worker }),
+      status,
+      attempts: this.attempts,
+      latencyMs: now - this.started,
+      ...(ttft === undefined ? {} : { ttftMs: ttft }),
+      ...(errorType ? { error: errorType } : {}),
+      ...(usage?.prompt === undefined ? {} : { promptTokens: usage.prompt }),
+      ...(usage?.completion === undefined ? {} : { completionTokens: usage.completion }),
+      at: now,
+    });
+  }
+
+  /** The request's log line: warn for a 5xx, else info. */
+  private logLine(
+    status: number,
+    errorType: string | undefined,
+    elapsed: number,
+    ttft: number | undefined,
+  ): void {
+    const { logger } = this.ctx.deps;
+    const level = status >= 500 ? 'warn' : 'info';
+    if (!logger.enabled(level)) return;
+    const { call } = this;
+    logger.log(level, 'request', {
+      request_id: call.requestId,
+      method: call.method,
+      route: call.route,
+      model: call.info.model,
+      stream: call.info.stream,
+      worker: this.worker?.id,
+      attempts: this.attempts,
+      status,
+      ms: Math.round(elapsed * 10) / 10,
+      ttft_ms: ttft === undefined ? undefined : Math.round(ttft * 10) / 10,
+      prompt_tokens: this.usage?.prompt,
+      completion_tokens: this.usage?.completion,
+      client: clientAddress(call.peer, call.headers['x-forwarded-for'], this.ctx.trustedProxies),
+      error: errorType,
+    });
   }
 }

@@ -3,10 +3,14 @@
  * is relayed chunk by chunk; its end, error or cancellation finishes the exchange (lease settled,
  * metrics and log line) exactly once. Clients never see a transport error's detail (socket errors,
  * addresses): their messages are generic and carry the request id; the log line has the detail.
+ * Streamed answers are timed per chunk (first chunk, gaps between chunks); a successful JSON or SSE
+ * answer's token counts are read from its end (usage.ts), never by parsing it.
  */
 import { errorResponse, RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome } from '../contracts/fleet-api.ts';
-import type { Leg, LegResult } from './attempt-run.ts';
+import type { ChunkSource } from '../contracts/upstream.ts';
+import { ChunkTail, usageIn } from '../observability/usage.ts';
+import type { Leg, LegResult, Prefetched } from './attempt-run.ts';
 import { transportDetail } from './attempt-send.ts';
 import { runAttempts } from './attempts.ts';
 import type { PipelineContext, ProxyCall } from './context.ts';
@@ -22,16 +26,19 @@ const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 /** Answers a request rejected before routing (bad input), recording it like any other. */
 export function rejectRequest(
   ctx: PipelineContext,
-  call: { route: string; method: string; requestId: string },
+  call: { route: string; method: string; requestId: string; client?: string | undefined },
   error: RouterError,
 ): Response {
   const { instruments, deps } = ctx;
-  instruments.requests.labels(call.route, call.method, String(error.status)).inc();
-  instruments.errors.labels(call.route, error.code).inc();
-  deps.logger.info('request rejected', {
+  // Refused before the body was read or understood: no model to name.
+  instruments.requests.labels(call.route, call.method, String(error.status), '').inc();
+  instruments.errors.labels(call.route, error.code, '').inc();
+  deps.logger.log(error.status >= 500 ? 'warn' : 'info', 'request rejected', {
     request_id: call.requestId,
+    method: call.method,
     route: call.route,
     status: error.status,
+    client: call.client,
     error: error.code,
   });
   return errorResponse(error, { 'x-request-id': call.requestId });
@@ -76,6 +83,7 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
 
   const { res, worker, lease, outcome, prefetched } = result;
   ex.lease = lease;
+  ex.respondedAt = ctx.deps.clock.monotonic();
   const headers = clientResponseHeaders(res.headers);
   headers['x-request-id'] = call.requestId;
   if (ctx.routedWorkerHeader) setRoutedWorker(headers, worker.id);
@@ -86,22 +94,47 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
     else if (!(body instanceof Uint8Array)) body.cancel().catch(() => {});
     body = null;
   }
+  const usage = reportsUsage(res.status, headers);
   if (body === null || body instanceof Uint8Array) {
+    if (usage && body !== null) ex.usage = usageIn(body);
     ex.finish(res.status, outcome);
     return new Response(body as BodyInit | null, { status: res.status, headers });
   }
+  const relayed = relayAnswer(ex, result, prefetched ?? body, isEventStream(headers), usage);
+  return new Response(relayed, { status: res.status, headers });
+}
+
+type Answer = Extract<LegResult, { kind: 'response' }>;
+
+/** A streamed answer, relayed chunk by chunk and timed; its end, error or cancellation finishes the exchange. */
+function relayAnswer(
+  ex: Exchange,
+  { res, worker, outcome }: Answer,
+  src: ChunkSource | Prefetched,
+  sse: boolean,
+  usage: boolean,
+): ReadableStream<Uint8Array> {
+  const { ctx, call } = ex;
   const idleMs = call.info.stream ? ctx.idleTimeoutMs.stream : ctx.idleTimeoutMs.plain;
-  const relayed = relayStream(prefetched ?? body, {
-    sse: isEventStream(headers),
-    onFirstChunk: () => {
-      ex.firstChunkAt = ctx.deps.clock.monotonic();
+  const tail = usage ? new ChunkTail() : undefined;
+  // Inter-token latency of a stream: its series looked up once, one observation per chunk.
+  const gaps = call.info.stream ? ctx.instruments.itl.labels(ex.modelLabel(), worker.id) : undefined;
+  return relayStream(src, {
+    sse,
+    clock: ctx.deps.clock,
+    onFirstChunk: (at) => {
+      ex.firstChunkAt = at;
     },
+    ...(gaps ? { onGap: (ms: number) => gaps.observe(ms / 1000) } : {}),
+    ...(tail ? { tail } : {}),
     onChunk: () => ctx.stalls.progress(worker.id),
     deadline: { signal: ex.signal, passed: () => ex.timedOut || ex.shutDown },
     ...(idleMs > 0 ? { idle: { ms: idleMs, clock: ctx.deps.clock } } : {}),
     onDone: (end, error) => {
-      if (end === 'end') ex.finish(res.status, outcome);
-      else if (ex.shutDown) streamCut(ex, res.status);
+      if (end === 'end') {
+        if (tail) ex.usage = tail.usage();
+        ex.finish(res.status, outcome);
+      } else if (ex.shutDown) streamCut(ex, res.status);
       else if (end === 'cancel' || ex.clientGone)
         ex.finish(res.status, { kind: 'aborted' }, 'client_disconnected');
       else streamFailed(ex, res.status, error);
@@ -109,7 +142,13 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
     describeError: () => streamErrorMessage(ex),
     errorType: () => (ex.shutDown ? 'shutdown' : undefined),
   });
-  return new Response(relayed, { status: res.status, headers });
+}
+
+/** A successful, uncompressed JSON or SSE answer: it may end with the engine's `usage`. */
+function reportsUsage(status: number, headers: Record<string, string>): boolean {
+  if (status < 200 || status >= 300 || headers['content-encoding'] !== undefined) return false;
+  const type = headers['content-type'];
+  return type !== undefined && (type.includes('json') || type.includes('event-stream'));
 }
 
 /** The answering worker, under vllm-router's name and SMG's (smg #2183): the same value. */

@@ -3,10 +3,13 @@
  * no parsing) and reports exactly once how it ended. A cut upstream never becomes a clean end:
  * SSE gets a final error event and no `[DONE]`; any other body errors so the truncation is visible.
  * An answer silent for longer than its idle limit is cut the same way. The relay may start from a
- * first chunk already read (the attempt loop reads it before committing the answer).
+ * first chunk already read (the attempt loop reads it before committing the answer). Timing costs
+ * one clock reading per chunk (shared by the idle guard and the inter-chunk gaps); the body's last
+ * chunks can be kept by reference for the usage scan at its end (usage.ts).
  */
 import { type Clock, type TimerHandle, watchdog } from '../contracts/runtime.ts';
 import type { ChunkReader, ChunkSource } from '../contracts/upstream.ts';
+import type { ChunkTail } from '../observability/usage.ts';
 
 export type RelayEnd = 'end' | 'error' | 'cancel';
 
@@ -14,8 +17,14 @@ export interface RelayOptions {
   sse: boolean;
   /** Called once, when the body ends, fails or the client cancels it. */
   onDone(end: RelayEnd, error?: unknown): void;
-  /** Called once, with the first chunk (time to first token). */
-  onFirstChunk?(): void;
+  /** Read once per chunk for the timings below (the idle guard's clock when absent). */
+  clock?: Clock;
+  /** Called once, with the first chunk (time to first token): the clock's reading then (0 without one). */
+  onFirstChunk?(at: number): void;
+  /** Called with every chunk after the first: ms since the previous one (inter-token latency). */
+  onGap?(ms: number): void;
+  /** Keeps the body's last chunks. */
+  tail?: ChunkTail;
   /** Called with every chunk (progress for the stall watch). */
   onChunk?(): void;
   /** Message for the SSE error event when the stream fails. */
@@ -97,6 +106,9 @@ export function relayStream(
       ? new IdleGuard(options.idle, () => void reader.cancel(new StreamIdleError('idle')).catch(() => {}))
       : undefined;
   let reading = false;
+  const clock = options.clock ?? options.idle?.clock;
+  const { onGap, tail } = options;
+  let lastChunkAt = 0;
   const deadline = options.deadline;
   const onAbort = () => {
     if (finished || reading || !deadline?.passed()) return;
@@ -121,6 +133,19 @@ export function relayStream(
       controller.error(error);
     }
   };
+  /** A chunk's bookkeeping: one clock reading for the idle guard, the first chunk and the gaps. */
+  const arrived = (chunk: Uint8Array) => {
+    const now = clock === undefined ? 0 : clock.monotonic();
+    if (idle) idle.lastChunkAt = now;
+    if (first) {
+      first = false;
+      options.onFirstChunk?.(now);
+    } else onGap?.(now - lastChunkAt);
+    lastChunkAt = now;
+    options.onChunk?.();
+    tail?.push(chunk);
+    lastByte = chunk[chunk.byteLength - 1] as number;
+  };
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
@@ -144,13 +169,7 @@ export function relayStream(
         }
         const chunk = result.value;
         if (chunk.byteLength === 0) return;
-        if (idle) idle.lastChunkAt = options.idle?.clock.monotonic() ?? 0;
-        if (first) {
-          first = false;
-          options.onFirstChunk?.();
-        }
-        options.onChunk?.();
-        lastByte = chunk[chunk.byteLength - 1] as number;
+        arrived(chunk);
         controller.enqueue(chunk);
       },
       cancel(reason) {

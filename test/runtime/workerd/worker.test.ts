@@ -151,13 +151,15 @@ describe('Worker', () => {
       const res = await SELF.fetch('http://router/metrics');
       expect(res.headers.get('content-type')).toContain('text/plain');
       const text = await res.text();
-      return (series: string) => {
-        const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-        return line === undefined ? 0 : Number(line.slice(series.length + 1));
-      };
+      // A series, or (ending in `,`) the sum of the series its labels begin.
+      return (series: string) =>
+        text
+          .split('\n')
+          .filter((l) => l.startsWith(series.endsWith(',') ? series : `${series} `))
+          .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
     };
-    const ok = 'vllm_router_requests_total{route="/v1/chat/completions",method="POST",status="200"}';
-    const durations = 'vllm_router_request_duration_seconds_count{route="/v1/chat/completions"}';
+    const ok = 'vllm_router_requests_total{route="/v1/chat/completions",method="POST",status="200",';
+    const durations = 'vllm_router_request_duration_seconds_count{route="/v1/chat/completions",';
     const was = await scrape();
     for (let i = 0; i < 3; i++) await (await post(chat())).arrayBuffer();
     const now = await scrape();

@@ -19,7 +19,7 @@ describe('Exchange.finish', () => {
     expect(fleet.settled).toEqual([{ lease: 9, outcome: { kind: 'success', status: 200 } }]);
     const text = await metrics.render();
     expect(text).toContain(
-      'vllm_router_requests_total{route="/v1/chat/completions",method="POST",status="200"} 1',
+      'vllm_router_requests_total{route="/v1/chat/completions",method="POST",status="200",model="other"} 1',
     );
     expect(text).not.toContain('status="499"');
   });
