@@ -27,7 +27,7 @@ import { type FleetEventHandler, FleetEvents } from './observability/fleet-event
 import { createLogger, type Logger, type LogSink } from './observability/logger.ts';
 import { MetricsRegistry } from './observability/metrics.ts';
 import { Observations } from './observability/observations.ts';
-import { pdConnector } from './routing/context.ts';
+import { type ClientLink, pdConnector } from './routing/context.ts';
 import type { RawRequestHeaders } from './routing/headers.ts';
 import { InFlight } from './routing/in-flight.ts';
 
@@ -51,6 +51,8 @@ export interface RouterHost {
    * (Node: `IncomingMessage.headers`); without it the core reads hono's `Headers`.
    */
   requestHeaders?: (c: Context) => RawRequestHeaders | undefined;
+  /** The client's connection, watched without an AbortSignal (Node: its response object). */
+  clientLink?: (c: Context) => ClientLink | undefined;
   /** Admin routes without --admin-api-key: loopback peers (Node, Deno; the default) or nobody (Workers). */
   adminWithoutKey?: 'loopback' | 'off';
   /** The admin Host rule against DNS rebinding (default on; Workers turn it off). */
@@ -252,6 +254,7 @@ function assemble<F extends FleetApi>(
           fleetEvents: host.fleetEvents,
           ...(host.peerAddress ? { peerAddress: host.peerAddress } : {}),
           ...(host.requestHeaders ? { requestHeaders: host.requestHeaders } : {}),
+          ...(host.clientLink ? { clientLink: host.clientLink } : {}),
           ...(host.adminWithoutKey ? { adminWithoutKey: host.adminWithoutKey } : {}),
           ...(host.adminHostCheck === false ? { adminHostCheck: false } : {}),
           ...(storeStatus ? { storeStatus } : {}),

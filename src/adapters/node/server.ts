@@ -20,7 +20,7 @@ import type { MetricsRegistry } from '../../core/observability/metrics.ts';
 import type { Router } from '../../core/router.ts';
 import { type P2pRegistryOptions, p2pRegistryFor } from '../p2p/registry.ts';
 import { openHostRouter } from '../redis/replica-router.ts';
-import { nodePeerAddress, nodeRequestHeaders } from './incoming.ts';
+import { nodeClientLink, nodePeerAddress, nodeRequestHeaders } from './incoming.ts';
 import {
   type KubernetesDiscovery,
   type KubernetesDiscoveryOptions,
@@ -223,6 +223,7 @@ export async function startNodeRouter(
     ...(options.random ? { random: options.random } : {}),
     peerAddress: nodePeerAddress,
     requestHeaders: nodeRequestHeaders,
+    clientLink: nodeClientLink,
     ...(p2p ? { p2pRegistry: p2p } : {}),
     ...(discovery ? { kubernetesDiscovery: true } : {}),
     stateStore: true,

@@ -7,7 +7,7 @@ import type { RouterConfig } from '../config/schema.ts';
 import { errorResponse, RouterError } from '../contracts/errors.ts';
 import type { StoreStatus } from '../fleet/store-link.ts';
 import type { FleetEvents } from '../observability/fleet-events.ts';
-import { createPipelineContext, type RouterDeps } from '../routing/context.ts';
+import { type ClientLink, createPipelineContext, type RouterDeps } from '../routing/context.ts';
 import type { RawRequestHeaders } from '../routing/headers.ts';
 import { isAdminPath, registerAdminRoutes } from './admin.ts';
 import { createAdminGuard } from './admin-guard.ts';
@@ -26,6 +26,8 @@ export interface AppOptions {
   peerAddress?: (c: Context) => string | undefined;
   /** The request's raw headers where the runtime holds them as a plain object (Node). */
   requestHeaders?: (c: Context) => RawRequestHeaders | undefined;
+  /** The client's connection where the runtime watches it without an AbortSignal (Node). */
+  clientLink?: (c: Context) => ClientLink | undefined;
   /** Admin routes without --admin-api-key: loopback peers only (Node, Deno) or nobody (Workers). */
   adminWithoutKey?: 'loopback' | 'off';
   /** The admin Host rule (DNS rebinding); Workers turn it off (see AdminGuardOptions). */
@@ -89,7 +91,15 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
     adminGuard,
   );
   const pipeline = createPipelineContext(config, deps);
-  registerInferenceRoutes(app, config, pipeline, admission, options.peerAddress, options.requestHeaders);
+  registerInferenceRoutes(
+    app,
+    config,
+    pipeline,
+    admission,
+    options.peerAddress,
+    options.requestHeaders,
+    options.clientLink,
+  );
 
   app.notFound((c) =>
     errorResponse(

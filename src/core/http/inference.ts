@@ -11,6 +11,7 @@ import { RouterError } from '../contracts/errors.ts';
 import { clientAddress } from '../observability/client-address.ts';
 import type { PolicyNeeds } from '../policies/policy.ts';
 import { policyNeeds } from '../policies/registry.ts';
+import type { ClientLink } from '../routing/context.ts';
 import { type RawRequestHeaders, rawHeader, upstreamRequestHeaders } from '../routing/headers.ts';
 import { type JsonObject, PD_ROUTES } from '../routing/pd-bodies.ts';
 import { type PipelineContext, proxyRequest, rejectRequest } from '../routing/pipeline.ts';
@@ -177,12 +178,14 @@ export function registerInferenceRoutes(
   admission: Admission,
   peerAddress?: (c: Context) => string | undefined,
   rawHeaders?: (c: Context) => RawRequestHeaders | undefined,
+  clientLink?: (c: Context) => ClientLink | undefined,
 ): void {
   const idHeaders = config.server.requestIdHeaders.map((name) => name.toLowerCase());
   const rules = intakeRules(config);
   const budget = new BodyBudget(config.server.maxBufferedBytesTotal);
   budget.exportGauge(ctx.deps.metrics);
   admission.exportMetrics(ctx.deps.metrics);
+  const clientOf = (c: Context): ClientLink => clientLink?.(c) ?? c.req.raw.signal;
 
   const handle = (route: string, jsonRequired: boolean) => async (c: Context) => {
     const raw = rawHeaders?.(c);
@@ -207,7 +210,7 @@ export function registerInferenceRoutes(
       target: targetOf(c.req.url),
       headers: upstreamRequestHeaders(raw ?? c.req.raw.headers, { peer, url: c.req.url }),
       body: read.body,
-      clientSignal: c.req.raw.signal,
+      clientSignal: clientOf(c),
       peer,
       requestId,
       info: read.info,

@@ -22,6 +22,16 @@ import type { RequestInfo } from './request-info.ts';
 import { StallWatch, stallSettings } from './stall-watch.ts';
 
 /** What the core needs from its host: time, randomness, the upstream transport, fleet state, logs, metrics. */
+/**
+ * What the exchange watches of the client's connection. The request's AbortSignal fits; the Node
+ * host gives a lighter one over its response object, so no AbortController is made per request.
+ */
+export interface ClientLink {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
 export interface RouterDeps {
   clock: Clock;
   random: Random;
@@ -121,7 +131,8 @@ export interface ProxyCall {
   headers: Record<string, string>;
   /** The body: buffered (retryable) or streamed through (one attempt). */
   body: Uint8Array | ReadableStream<Uint8Array> | null;
-  clientSignal: AbortSignal;
+  /** The client's connection: 'abort' when the client leaves (an AbortSignal fits). */
+  clientSignal: ClientLink;
   /** The connection's peer address, where the runtime tells it (the request log's `client`). */
   peer?: string | undefined;
   requestId: string;
