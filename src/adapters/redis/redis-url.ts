@@ -1,6 +1,7 @@
 /**
  * `--state-store` URLs: `redis://host:port/db` and `rediss://host:port/db` (TLS). A password may
- * come separately (the lead's env var) or, tolerated, inside the URL; `displayUrl` never shows it.
+ * come separately (VLLM_ROUTER_STATE_STORE_PASSWORD) or, tolerated, inside the URL; `displayUrl` never
+ * shows it.
  */
 
 export interface RedisTarget {
