@@ -13,6 +13,8 @@ export const WILDCARD = '*';
 
 export interface Pool {
   readonly key: string;
+  /** What its policy and other replicas call it: `<role>:<model>`, `*` for any model. */
+  readonly label: string;
   readonly policy: Policy;
   members: WorkerRecord[];
   version: number;
@@ -68,11 +70,9 @@ export class PoolSet {
     const key = `${role}\u0001${name}`;
     let pool = this.pools.get(key);
     if (!pool) {
-      const policy = createPolicy(this.policies[role], {
-        ...this.policyContext,
-        pool: `${role}:${name === '' ? '*' : name}`,
-      });
-      pool = { key, policy, members: [], version: -1 };
+      const label = `${role}:${name === '' ? '*' : name}`;
+      const policy = createPolicy(this.policies[role], { ...this.policyContext, pool: label });
+      pool = { key, label, policy, members: [], version: -1 };
       this.pools.set(key, pool);
     }
     if (pool.version !== this.version) {

@@ -11,16 +11,10 @@ import type { RouteInput, WorkerRole } from '../contracts/fleet-api.ts';
 import type { SharedVerdict, SharedWorker } from '../contracts/shared-store.ts';
 import { Fleet } from './fleet.ts';
 import type { SessionPlace } from './fleet-sharing.ts';
-import { type Pool, PoolSet, WILDCARD } from './pools.ts';
+import { type Pool, WILDCARD } from './pools.ts';
 import type { WorkerView } from './registry-view.ts';
 
 const ROLES: readonly string[] = ['regular', 'prefill', 'decode'] satisfies WorkerRole[];
-
-/** A pool as the store names it: its policies' label (`<role>:<model>`, `*` for any model). */
-function poolName(key: string): string {
-  const { role, model } = PoolSet.parseKey(key);
-  return `${role}:${model ?? WILDCARD}`;
-}
 
 /**
  * A worker's models as a replica follows them: the registry's when configured or set through the
@@ -45,7 +39,7 @@ export class ReplicaFleet extends Fleet {
     const pool = this.poolFor(input);
     const knows = pool?.policy.knowsSession;
     if (!pool || !knows) return undefined;
-    return { pool: poolName(pool.key), known: knows(sessionId) };
+    return { pool: pool.label, known: knows(sessionId) };
   }
 
   /** Another replica placed a session; false when this fleet cannot follow (unknown worker or pool). */

@@ -176,8 +176,11 @@ export class StoreSync {
   private async flush(): Promise<void> {
     const { store } = this.link;
     let registry = false;
+    // The registry's view, built once per flush (not once per changed worker).
+    const views =
+      this.dirty.size === 0 ? undefined : new Map(this.fleet.registry.view().map((v) => [v.id, v]));
     for (const id of [...this.dirty]) {
-      const view = this.fleet.registry.view().find((v) => v.id === id);
+      const view = views?.get(id);
       const ok = view
         ? await this.link.call('registry_write', () => store.putWorker(sharedWorker(view)))
         : true;

@@ -76,12 +76,7 @@ export class LiveStats {
 
   /** One finished request (an Observations observer). */
   observe(o: RequestObservation): void {
-    const sample = {
-      at: o.at,
-      latencyMs: o.latencyMs,
-      ...(o.ttftMs === undefined ? {} : { ttftMs: o.ttftMs }),
-      error: isErrorObservation(o),
-    };
+    const sample = { at: o.at, latencyMs: o.latencyMs, ttftMs: o.ttftMs, error: isErrorObservation(o) };
     this.router.record(sample);
     if (o.worker !== undefined) this.seriesFor(o.worker).record(sample);
     if (o.attempts > 1) {

@@ -1,7 +1,7 @@
 /**
- * Process and runtime metrics, which only the host can measure (Node: `process`, `perf_hooks`;
- * Deno: `Deno.memoryUsage`, a timer-drift sampler). The adapter hands `registerRuntimeMetrics` a
- * source; the core renders its sample at scrape time under runtime-neutral names (the `process_*`
+ * Process and runtime metrics, which only the host can measure (each runtime adapter reads them
+ * with its own APIs: src/adapters/<runtime>/runtime-metrics.ts). The adapter hands
+ * `registerRuntimeMetrics` a source; the core renders its sample at scrape time under runtime-neutral names (the `process_*`
  * ones Prometheus client libraries use, `vllm_router_*` for the rest), plus
  * `vllm_router_build_info{version,runtime,runtime_version} 1`. A family the runtime cannot measure
  * is left out, not shown as 0.

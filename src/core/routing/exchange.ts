@@ -188,19 +188,20 @@ export class Exchange {
     const { info } = this.call;
     const worker = this.worker?.id;
     const usage = this.usage;
+    // One flat object per request (an observer is subscribed on every router).
     this.ctx.deps.observations?.emit({
       route: this.call.route,
       method: this.call.method,
-      ...(info.model === undefined ? {} : { model: info.model }),
+      model: info.model,
       stream: info.stream,
-      ...(worker === undefined ? {} : { worker }),
+      worker,
       status,
       attempts: this.attempts,
       latencyMs: now - this.started,
-      ...(ttft === undefined ? {} : { ttftMs: ttft }),
-      ...(errorType ? { error: errorType } : {}),
-      ...(usage?.prompt === undefined ? {} : { promptTokens: usage.prompt }),
-      ...(usage?.completion === undefined ? {} : { completionTokens: usage.completion }),
+      ttftMs: ttft,
+      error: errorType,
+      promptTokens: usage?.prompt,
+      completionTokens: usage?.completion,
       at: now,
     });
   }
