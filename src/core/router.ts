@@ -5,7 +5,7 @@
  * with a `FleetApi` that reaches that object by RPC. Adapters supply only the host parts (transport,
  * clock, random, log sink) and serve `app.fetch`.
  */
-import type { Context, Hono } from 'hono';
+import type { Hono } from 'hono';
 import type { RouterConfig } from './config/schema.ts';
 import { assertSupported } from './config/unsupported.ts';
 import type { FleetApi } from './contracts/fleet-api.ts';
@@ -22,18 +22,20 @@ import { ProbeLog } from './fleet/probe-log.ts';
 import type { ReplicaFleet } from './fleet/replica-fleet.ts';
 import { SharedFleet } from './fleet/shared-fleet.ts';
 import { StoreLink, type StoreStatus } from './fleet/store-link.ts';
-import { createRouterApp } from './http/app.ts';
+import { createRouterApp, type RouterApp } from './http/app.ts';
+import type { InboundHooks } from './http/inbound.ts';
+import type { Inference } from './http/inference.ts';
 import { type FleetEventHandler, FleetEvents } from './observability/fleet-events.ts';
 import { createLogger, type Logger, type LogSink } from './observability/logger.ts';
 import { MetricsRegistry } from './observability/metrics.ts';
 import { Observations } from './observability/observations.ts';
-import { type ClientLink, pdConnector } from './routing/context.ts';
-import type { RawRequestHeaders } from './routing/headers.ts';
+import { pdConnector } from './routing/context.ts';
 import { InFlight } from './routing/in-flight.ts';
 
 export type { FleetEventHandler } from './observability/fleet-events.ts';
 
-export interface RouterHost {
+/** The host's parts; its request hooks (InboundHooks) tell what the Web `Request` does not. */
+export interface RouterHost extends InboundHooks {
   upstream: Upstream;
   logSink: LogSink;
   clock?: Clock;
@@ -44,15 +46,6 @@ export interface RouterHost {
   metrics?: MetricsRegistry;
   /** Told of every fleet event (worker up/down, breaker transitions) after it is logged. */
   onFleetEvent?: FleetEventHandler;
-  /** The peer's IP address for a request (Node, Deno); Workers do not know it. */
-  peerAddress?: (c: Context) => string | undefined;
-  /**
-   * The request's headers as a plain object with lower-case names, where the runtime holds them so
-   * (Node: `IncomingMessage.headers`); without it the core reads hono's `Headers`.
-   */
-  requestHeaders?: (c: Context) => RawRequestHeaders | undefined;
-  /** The client's connection, watched without an AbortSignal (Node: its response object). */
-  clientLink?: (c: Context) => ClientLink | undefined;
   /** Admin routes without --admin-api-key: loopback peers (Node, Deno; the default) or nobody (Workers). */
   adminWithoutKey?: 'loopback' | 'off';
   /** The admin Host rule against DNS rebinding (default on; Workers turn it off). */
@@ -80,6 +73,8 @@ export interface Router<F extends FleetApi = Fleet> {
   config: RouterConfig;
   /** The HTTP surface, built on first use (a Durable Object holding the fleet never builds it). */
   readonly app: Hono;
+  /** The inference routes for a host serving them itself (RouterApp.direct), built with the app. */
+  readonly direct: Inference | undefined;
   fleet: F;
   logger: Logger;
   metrics: MetricsRegistry;
@@ -229,38 +224,42 @@ function assemble<F extends FleetApi>(
   };
   const refresh = (only?: readonly string[]) => refreshWorkers(tickDeps, only);
   const observations = new Observations();
-  let app: Hono | undefined;
+  let built: RouterApp | undefined;
   let draining = false;
+  const build = () =>
+    (built ??= createRouterApp(
+      config,
+      {
+        clock,
+        random: host.random ?? systemRandom,
+        newId: host.newId ?? systemNewId,
+        upstream,
+        fleet,
+        logger,
+        metrics,
+        pd,
+        observations,
+        ...(inFlight ? { inFlight } : {}),
+      },
+      {
+        refreshWorkers: refresh,
+        draining: () => draining,
+        fleetEvents: host.fleetEvents,
+        ...(host.peerAddress ? { peerAddress: host.peerAddress } : {}),
+        ...(host.requestHeaders ? { requestHeaders: host.requestHeaders } : {}),
+        ...(host.clientLink ? { clientLink: host.clientLink } : {}),
+        ...(host.adminWithoutKey ? { adminWithoutKey: host.adminWithoutKey } : {}),
+        ...(host.adminHostCheck === false ? { adminHostCheck: false } : {}),
+        ...(storeStatus ? { storeStatus } : {}),
+      },
+    ));
   return {
     config,
     get app() {
-      app ??= createRouterApp(
-        config,
-        {
-          clock,
-          random: host.random ?? systemRandom,
-          newId: host.newId ?? systemNewId,
-          upstream,
-          fleet,
-          logger,
-          metrics,
-          pd,
-          observations,
-          ...(inFlight ? { inFlight } : {}),
-        },
-        {
-          refreshWorkers: refresh,
-          draining: () => draining,
-          fleetEvents: host.fleetEvents,
-          ...(host.peerAddress ? { peerAddress: host.peerAddress } : {}),
-          ...(host.requestHeaders ? { requestHeaders: host.requestHeaders } : {}),
-          ...(host.clientLink ? { clientLink: host.clientLink } : {}),
-          ...(host.adminWithoutKey ? { adminWithoutKey: host.adminWithoutKey } : {}),
-          ...(host.adminHostCheck === false ? { adminHostCheck: false } : {}),
-          ...(storeStatus ? { storeStatus } : {}),
-        },
-      );
-      return app;
+      return build().app;
+    },
+    get direct() {
+      return build().direct;
     },
     fleet,
     logger,

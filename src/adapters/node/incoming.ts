@@ -19,7 +19,7 @@ export function nodeRequestHeaders(c: Context): IncomingHttpHeaders | undefined 
  * so the core need not touch `c.req.raw.signal`, for which @hono/node-server makes an
  * AbortController per request.
  */
-class ResponseLink implements ClientLink {
+export class ResponseLink implements ClientLink {
   private readonly listeners = new Map<() => void, () => void>();
 
   constructor(private readonly res: ServerResponse) {}

@@ -3,10 +3,14 @@
  * one-line configuration error naming the flag, exit 2), apply the inbound keep-alive settings, and
  * close one gracefully (no new connections; idle keep-alive connections closed as they go idle).
  */
+
+import { createServer, type RequestListener, type ServerOptions } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import { type ListenProblem, type ListenTarget, listenError } from '../../core/cli.ts';
+import type { Inference } from '../../core/http/inference.ts';
 import { handleClientError } from './client-error.ts';
+import { directListener } from './direct.ts';
 
 export type NodeServer = ReturnType<typeof createAdaptorServer> & {
   closeAllConnections?: () => void;
@@ -40,9 +44,21 @@ export function listenProblem(err: unknown): ListenProblem {
   }
 }
 
-/** A server for `fetch`; requests node:http rejects before any handler get a short JSON answer. */
-export function createNodeServer(fetch: FetchHandler, hostname: string): NodeServer {
-  const server = createAdaptorServer({ fetch, hostname }) as NodeServer;
+/**
+ * A server for `fetch`; requests node:http rejects before any handler get a short JSON answer. With
+ * `direct`, the JSON inference routes are served without the app (direct.ts).
+ */
+export function createNodeServer(fetch: FetchHandler, hostname: string, direct?: Inference): NodeServer {
+  const server = createAdaptorServer({
+    fetch,
+    hostname,
+    ...(direct
+      ? {
+          createServer: ((options: ServerOptions, app: RequestListener) =>
+            createServer(options, directListener(direct, app))) as typeof createServer,
+        }
+      : {}),
+  }) as NodeServer;
   server.on('clientError', handleClientError);
   return server;
 }

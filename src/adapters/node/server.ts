@@ -130,7 +130,7 @@ async function bindAll(config: RouterConfig, app: Hono, router: Router<FleetApi>
     return { server, port: address.port, url: urlOf(target.host, address.port) };
   };
   try {
-    const main = createNodeServer(app.fetch, config.server.host);
+    const main = createNodeServer(app.fetch, config.server.host, router.direct);
     applyKeepAlive(main, config.server.keepAliveTimeoutSecs);
     const { host, port } = config.server;
     const listeners: Listeners = (({ server, port }) => ({ server, port }))(

@@ -1,4 +1,7 @@
 /** Router-generated errors, always answered in the OpenAI error shape plus `x-router-error-code`. */
+import { type Answer, toResponse } from './answer.ts';
+
+const ENCODER = new TextEncoder();
 
 export type RouterErrorCode =
   | 'invalid_json'
@@ -96,13 +99,18 @@ export function errorEnvelope(err: RouterError): ErrorEnvelope {
   return { error: { message: clientMessage(err), type: err.type, code: err.code, param: err.param } };
 }
 
-/** A complete error response; extra headers (request id, worker id) are merged in. */
-export function errorResponse(err: RouterError, headers?: Record<string, string>): Response {
+/** A complete error answer; extra headers (request id, worker id) are merged in. */
+export function errorAnswer(err: RouterError, headers?: Record<string, string>): Answer {
   const all: Record<string, string> = {
     'content-type': 'application/json',
     'x-router-error-code': err.code,
     ...headers,
   };
   if (err.retryAfterSecs !== undefined) all['retry-after'] = String(err.retryAfterSecs);
-  return new Response(JSON.stringify(errorEnvelope(err)), { status: err.status, headers: all });
+  return { status: err.status, headers: all, body: ENCODER.encode(JSON.stringify(errorEnvelope(err))) };
+}
+
+/** `errorAnswer` as a Web Response. */
+export function errorResponse(err: RouterError, headers?: Record<string, string>): Response {
+  return toResponse(errorAnswer(err, headers));
 }

@@ -10,13 +10,14 @@
 import { RouterError } from '../contracts/errors.ts';
 import type { Clock, TimerHandle } from '../contracts/runtime.ts';
 import type { HistogramChild, MetricsRegistry } from '../observability/metrics.ts';
+import type { ClientLink } from '../routing/context.ts';
 
 export type Release = () => void;
 
 interface Waiter {
   resolve(release: Release | RouterError): void;
   timer: TimerHandle;
-  signal: AbortSignal;
+  signal: ClientLink;
   onAbort: () => void;
   queuedAt: number;
 }
@@ -85,7 +86,7 @@ export class Admission {
   }
 
   /** A permit (call the release exactly once), or the RouterError to answer with. */
-  acquire(signal: AbortSignal): Release | RouterError | Promise<Release | RouterError> {
+  acquire(signal: ClientLink): Release | RouterError | Promise<Release | RouterError> {
     if (!this.enabled) return NOOP;
     if (this.inFlight < (this.limit as number)) {
       this.waits?.admitted.observe(0);
@@ -124,7 +125,7 @@ export class Admission {
           );
         }, this.queueTimeoutMs),
       };
-      signal.addEventListener('abort', waiter.onAbort, { once: true });
+      signal.addEventListener('abort', waiter.onAbort);
       this.queue.push(waiter);
     });
   }

@@ -2,32 +2,32 @@
  * createRouterApp(config, deps): the router's HTTP surface as a Hono app, the same on every runtime.
  * Built by the composition root (`../router.ts`), which owns the fleet and how workers are refreshed.
  */
-import { type Context, Hono } from 'hono';
+import { Hono } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
+import { toResponse } from '../contracts/answer.ts';
 import { errorResponse, RouterError } from '../contracts/errors.ts';
 import type { StoreStatus } from '../fleet/store-link.ts';
 import type { FleetEvents } from '../observability/fleet-events.ts';
-import { type ClientLink, createPipelineContext, type RouterDeps } from '../routing/context.ts';
-import type { RawRequestHeaders } from '../routing/headers.ts';
+import { createPipelineContext, type RouterDeps } from '../routing/context.ts';
 import { isAdminPath, registerAdminRoutes } from './admin.ts';
 import { createAdminGuard } from './admin-guard.ts';
 import { Admission } from './admission.ts';
 import { createClientAuth } from './client-auth.ts';
 import { optionsResponse, routerCors } from './cors.ts';
 import { isDashboardPath, registerDashboard } from './dashboard.ts';
-import { registerInferenceRoutes } from './inference.ts';
+import type { InboundHooks } from './inbound.ts';
+import {
+  createInference,
+  type Inference,
+  internalErrorAnswer,
+  registerInferenceRoutes,
+} from './inference.ts';
 import { unsafePathResponse } from './path-hygiene.ts';
 import { registerPublicRoutes } from './routes.ts';
 
-export interface AppOptions {
+export interface AppOptions extends InboundHooks {
   /** Probes newly added workers at once (the root's `refreshWorkers`). */
   refreshWorkers(urls: string[]): Promise<void>;
-  /** The peer's IP address, where the runtime tells it (Node, Deno); undefined on Workers. */
-  peerAddress?: (c: Context) => string | undefined;
-  /** The request's raw headers where the runtime holds them as a plain object (Node). */
-  requestHeaders?: (c: Context) => RawRequestHeaders | undefined;
-  /** The client's connection where the runtime watches it without an AbortSignal (Node). */
-  clientLink?: (c: Context) => ClientLink | undefined;
   /** Admin routes without --admin-api-key: loopback peers only (Node, Deno) or nobody (Workers). */
   adminWithoutKey?: 'loopback' | 'off';
   /** The admin Host rule (DNS rebinding); Workers turn it off (see AdminGuardOptions). */
@@ -43,7 +43,17 @@ export interface AppOptions {
 /** Probes stay open whatever the auth settings (Kubernetes calls them without credentials). */
 const PROBES = new Set(['/liveness', '/readiness', '/health']);
 
-export function createRouterApp(config: RouterConfig, deps: RouterDeps, options: AppOptions): Hono {
+export interface RouterApp {
+  app: Hono;
+  /**
+   * The inference handler for a host that serves the JSON inference routes itself (POST, exact
+   * path), without the app: set only when no middleware runs on those routes (no CORS origins, no
+   * client auth), so both ways answer alike.
+   */
+  direct: Inference | undefined;
+}
+
+export function createRouterApp(config: RouterConfig, deps: RouterDeps, options: AppOptions): RouterApp {
   const app = new Hono();
   // With allowed origins, hono's CORS middleware answers preflights and adds the headers; without,
   // the pre-routing step below answers every OPTIONS (no middleware on the hot path).
@@ -90,16 +100,8 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
     },
     adminGuard,
   );
-  const pipeline = createPipelineContext(config, deps);
-  registerInferenceRoutes(
-    app,
-    config,
-    pipeline,
-    admission,
-    options.peerAddress,
-    options.requestHeaders,
-    options.clientLink,
-  );
+  const inference = createInference(config, createPipelineContext(config, deps), admission);
+  registerInferenceRoutes(app, inference, options);
 
   app.notFound((c) =>
     errorResponse(
@@ -108,8 +110,7 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
   );
   app.onError((err, c) => {
     if (err instanceof RouterError) return errorResponse(err);
-    deps.logger.error('unhandled error', { path: c.req.path, error: err });
-    return errorResponse(new RouterError('internal_error', 'internal router error'));
+    return toResponse(internalErrorAnswer(deps.logger, c.req.path, err));
   });
   // Before routing: unsafe paths (400) and, without CORS origins, every OPTIONS (204, never an
   // engine). A wrapper rather than middleware, so a plain request pays for neither.
@@ -117,5 +118,5 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
   app.fetch = (request, env, executionCtx) =>
     unsafePathResponse(request, env) ??
     (!corsOn && request.method === 'OPTIONS' ? optionsResponse() : dispatch(request, env, executionCtx));
-  return app;
+  return { app, direct: corsOn || clientAuth ? undefined : inference };
 }

@@ -2,11 +2,11 @@
  * Reads a request body once, enforcing --max-payload-size before and while reading, and holding
  * its bytes against the router-wide budget (body-budget.ts) while it is kept.
  */
-import type { Context } from 'hono';
 import { RouterError } from '../contracts/errors.ts';
 import type { HeaderLookup } from '../routing/routing-input.ts';
 import { concatChunks } from '../upstream/body.ts';
 import { type BodyBudget, budgetExceeded, type Reservation } from './body-budget.ts';
+import type { Inbound } from './inbound.ts';
 
 /** The 413 for a body over --max-payload-size. */
 export function tooLarge(limit: number): RouterError {
@@ -27,13 +27,8 @@ export interface BufferedBody {
  * grows its reservation as it arrives. Throws the RouterError to answer with (413, 503), the
  * reservation already returned.
  */
-export async function readBody(
-  c: Context,
-  limit: number,
-  budget: BodyBudget,
-  header: HeaderLookup = (name) => c.req.header(name),
-): Promise<BufferedBody> {
-  const declared = header('content-length');
+export async function readBody(inbound: Inbound, limit: number, budget: BodyBudget): Promise<BufferedBody> {
+  const declared = inbound.header('content-length');
   if (declared !== undefined) {
     const n = Number(declared);
     if (Number.isFinite(n) && n > limit) throw tooLarge(limit);
@@ -41,7 +36,7 @@ export async function readBody(
     if (!reservation) throw budgetExceeded(budget, n);
     try {
       // Within the limit as declared: the host's fast buffered read (it enforces the length).
-      return { bytes: new Uint8Array(await c.req.arrayBuffer()), reservation };
+      return { bytes: await inbound.bytes(), reservation };
     } catch (err) {
       reservation.release();
       throw err;
@@ -50,7 +45,7 @@ export async function readBody(
   const reservation = budget.reserve(0);
   if (!reservation) throw budgetExceeded(budget, undefined);
   try {
-    return { bytes: await readChunks(c, limit, reservation, budget), reservation };
+    return { bytes: await readChunks(inbound, limit, reservation, budget), reservation };
   } catch (err) {
     reservation.release();
     throw err;
@@ -58,12 +53,12 @@ export async function readBody(
 }
 
 async function readChunks(
-  c: Context,
+  inbound: Inbound,
   limit: number,
   reservation: Reservation,
   budget: BodyBudget,
 ): Promise<Uint8Array> {
-  const stream = c.req.raw.body;
+  const stream = inbound.stream();
   if (!stream) return new Uint8Array(0);
   const reader = stream.getReader();
   const chunks: Uint8Array[] = [];

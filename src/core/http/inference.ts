@@ -1,33 +1,28 @@
 /**
- * Inference routes: read the body once (size limit, router-wide buffer budget), parse the routing
- * input, hand the request to the pipeline. Bad input, and a body the budget cannot hold, are
- * answered here and never reach an engine. A buffered body's bytes stay reserved until the
- * exchange finishes (it is kept for retries): the budget is returned with the admission permit.
- * An OPTIONS request is the router's to answer (CORS, cors.ts), never an engine's.
+ * Inference routes: read the body once (intake.ts: size limit, router-wide buffer budget, routing
+ * input), hand the request to the pipeline, answer. Bad input, and a body the budget cannot hold,
+ * are answered here and never reach an engine. The buffered body's reservation is returned with the
+ * admission permit once the exchange finishes. An OPTIONS request is the router's to answer (CORS,
+ * cors.ts), never an engine's.
+ *
+ * `createInference` is the one handler; Hono's routes call it with the context's request
+ * (`registerInferenceRoutes`), and a host that serves these paths itself calls `serve` with its own
+ * (Node, without building a Web Request: src/adapters/node/direct.ts).
  */
 import type { Context, Hono } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
-import { RouterError } from '../contracts/errors.ts';
+import { type Answer, toResponse } from '../contracts/answer.ts';
+import { errorAnswer, RouterError } from '../contracts/errors.ts';
 import { clientAddress } from '../observability/client-address.ts';
-import type { PolicyNeeds } from '../policies/policy.ts';
-import { policyNeeds } from '../policies/registry.ts';
-import type { ClientLink } from '../routing/context.ts';
-import { type RawRequestHeaders, rawHeader, upstreamRequestHeaders } from '../routing/headers.ts';
-import { type JsonObject, PD_ROUTES } from '../routing/pd-bodies.ts';
+import type { Logger } from '../observability/logger.ts';
+import { upstreamRequestHeaders } from '../routing/headers.ts';
 import { type PipelineContext, proxyRequest, rejectRequest } from '../routing/pipeline.ts';
-import {
-  isJsonContentType,
-  parseJsonBody,
-  type RequestInfo,
-  requestInfoFromJson,
-} from '../routing/request-info.ts';
-import { extractRoutingInput, type HeaderLookup } from '../routing/routing-input.ts';
 import type { Admission } from './admission.ts';
-import { readBody, tooLargeToBuffer } from './body.ts';
 import { BodyBudget, type Reservation } from './body-budget.ts';
 import { optionsResponse } from './cors.ts';
+import { honoInbound, type Inbound, type InboundHooks } from './inbound.ts';
+import { type Intake, intake, intakeRules } from './intake.ts';
 import { requestIdOf } from './request-id.ts';
-import { guardedUpload } from './upload-guard.ts';
 
 /** POST routes whose body is a JSON request naming a model. */
 export const JSON_INFERENCE_ROUTES = [
@@ -46,108 +41,18 @@ export const JSON_INFERENCE_ROUTES = [
   '/detokenize',
 ] as const;
 
+/** The route name of every other OpenAI path (audio, files, batches, ...), passed to a worker. */
+const PASS_THROUGH = '/v1/*';
+
 const NO_PERMIT = () => {};
 
-/** Path plus query exactly as the client sent it. */
-function targetOf(url: string): string {
-  const slash = url.indexOf('/', url.indexOf('//') + 2);
-  return slash < 0 ? '/' : url.slice(slash);
-}
-
-/** What every inference request reads the same way, fixed at startup. */
-interface IntakeRules {
-  limit: number;
-  maxBuffered: number;
-  needs: PolicyNeeds;
-  readsRequest: boolean;
-  retriesOn: boolean;
-  sessionKey: string | undefined;
-  /** Longer routing keys and session ids are ignored (no affinity). */
-  maxKeyBytes: number;
-}
-
-function intakeRules(config: RouterConfig): IntakeRules {
-  const { policy } = config;
-  const needs = policyNeeds([policy.name, policy.prefill ?? policy.name, policy.decode ?? policy.name]);
-  const readsRequest = needs.text || needs.routingKey || needs.sessionId;
-  return {
-    limit: config.server.maxPayloadSize,
-    maxBuffered: config.retry.maxBufferedRequestBytes,
-    needs,
-    readsRequest,
-    retriesOn: !config.retry.disabled && config.retry.maxRetries > 1,
-    sessionKey: policy.sessionKey,
-    maxKeyBytes: config.sll.maxSessionIdBytes,
-  };
-}
-
-type Intake = {
-  body: Uint8Array | ReadableStream<Uint8Array> | null;
-  info: RequestInfo;
-  /** The parsed body, kept for requests split into prefill and decode legs. */
-  json?: JsonObject;
-  /** The buffered body's bytes held against the budget (none when streamed through). */
-  reservation?: Reservation;
-  /** A streamed upload's client-side failure, once it happened. */
-  uploadFault?: () => RouterError | undefined;
-};
-
-/** The routing input of a parsed JSON body: model, stream, and the keys the policies read. */
-function infoOf(header: HeaderLookup, parsed: unknown, route: string, rules: IntakeRules): RequestInfo {
-  const info = requestInfoFromJson(parsed);
-  if (!rules.readsRequest) return info;
-  const body = parsed as Record<string, unknown>;
-  const input = extractRoutingInput(body, route, header, rules.needs, rules.sessionKey, rules.maxKeyBytes);
-  return Object.assign(info, input);
-}
-
-/** Reads the host's raw headers where it has them (Node: no Headers object is built), else hono's. */
-function headerLookup(c: Context, raw: RawRequestHeaders | undefined): HeaderLookup {
-  return raw ? (name) => rawHeader(raw, name) : (name) => c.req.header(name);
-}
-
-/** A body nothing reads: streamed when retries are off, or too large to keep for a retry. */
-function otherStreams(header: HeaderLookup, rules: IntakeRules): boolean {
-  return !rules.retriesOn || tooLargeToBuffer(header, rules.maxBuffered);
-}
-
-/**
- * Reads the request body once: buffered (and parsed when it is JSON) so it can be retried, or, when
- * routing does not need it and retries are off or it is too large to keep, streamed through for a
- * single attempt. Throws the RouterError to answer with (400, 413, 503), the budget already returned.
- */
-async function intake(
-  c: Context,
-  ctx: PipelineContext,
-  route: { path: string; jsonRequired: boolean },
-  rules: IntakeRules,
-  budget: BodyBudget,
-  header: HeaderLookup,
-): Promise<Intake> {
-  const method = c.req.method;
-  if (method === 'GET' || method === 'HEAD') return { body: null, info: { stream: false } };
-  const json = route.jsonRequired || isJsonContentType(header('content-type'));
-  // A JSON body is always read and parsed, so malformed JSON, an unknown model or a body nested too
-  // deep never reaches an engine (SMG streams some JSON bodies unread; this router does not).
-  if (!json && otherStreams(header, rules)) {
-    // Unread, one attempt: the engine receives the body while the client is still sending it.
-    if (rules.retriesOn) ctx.instruments.retryForfeited.inc();
-    const upload = guardedUpload(c, rules.limit);
-    return { body: upload.stream, info: { stream: false }, uploadFault: upload.fault };
-  }
-  const { bytes, reservation } = await readBody(c, rules.limit, budget, header);
-  if (!route.jsonRequired && !(bytes.byteLength > 0 && json))
-    return { body: bytes, info: { stream: false }, reservation };
-  try {
-    const parsed = parseJsonBody(bytes);
-    const info = infoOf(header, parsed, route.path, rules);
-    if (ctx.pd && PD_ROUTES.has(route.path))
-      return { body: bytes, info, json: parsed as JsonObject, reservation };
-    return { body: bytes, info, reservation };
-  } catch (err) {
-    reservation.release();
-    throw err;
-  }
+export interface Inference {
+  /** The POST paths whose body is JSON (exact paths; `serve` takes them as `route`). */
+  readonly jsonRoutes: ReadonlySet<string>;
+  /** Serves one request of `route` (a JSON route, or `/v1/*`). Throws only on a router bug. */
+  serve(route: string, inbound: Inbound): Promise<Answer>;
+  /** The 500 for a handler that threw (logged, with the path). */
+  internalError(path: string, err: unknown): Answer;
 }
 
 /** The permit and the body's reservation, returned together once the exchange finishes. */
@@ -163,54 +68,50 @@ function releaseBoth(permit: () => void, reservation: Reservation | undefined): 
 function rejected(
   ctx: PipelineContext,
   call: { route: string; method: string; requestId: string },
-  peer: string | undefined,
-  header: HeaderLookup,
+  inbound: Inbound,
   err: RouterError,
-): Response {
-  const client = clientAddress(peer, header('x-forwarded-for'), ctx.trustedProxies);
+): Answer {
+  const client = clientAddress(inbound.peer, inbound.header('x-forwarded-for'), ctx.trustedProxies);
   return rejectRequest(ctx, { ...call, client }, err);
 }
 
-export function registerInferenceRoutes(
-  app: Hono,
-  config: RouterConfig,
-  ctx: PipelineContext,
-  admission: Admission,
-  peerAddress?: (c: Context) => string | undefined,
-  rawHeaders?: (c: Context) => RawRequestHeaders | undefined,
-  clientLink?: (c: Context) => ClientLink | undefined,
-): void {
+/** The 500 answer for an error nothing expected, logged with the path it happened on. */
+export function internalErrorAnswer(logger: Logger, path: string, err: unknown): Answer {
+  logger.error('unhandled error', { path, error: err });
+  return errorAnswer(new RouterError('internal_error', 'internal router error'));
+}
+
+export function createInference(config: RouterConfig, ctx: PipelineContext, admission: Admission): Inference {
   const idHeaders = config.server.requestIdHeaders.map((name) => name.toLowerCase());
   const rules = intakeRules(config);
   const budget = new BodyBudget(config.server.maxBufferedBytesTotal);
   budget.exportGauge(ctx.deps.metrics);
   admission.exportMetrics(ctx.deps.metrics);
-  const clientOf = (c: Context): ClientLink => clientLink?.(c) ?? c.req.raw.signal;
+  const jsonRoutes: ReadonlySet<string> = new Set(JSON_INFERENCE_ROUTES);
 
-  const handle = (route: string, jsonRequired: boolean) => async (c: Context) => {
-    const raw = rawHeaders?.(c);
-    const header = headerLookup(c, raw);
-    const requestId = requestIdOf(header, idHeaders, ctx.deps.newId);
-    const method = c.req.method;
-    const peer = peerAddress?.(c);
-    const permit = admission.enabled ? await admission.acquire(c.req.raw.signal) : NO_PERMIT;
-    if (permit instanceof RouterError)
-      return rejected(ctx, { route, method, requestId }, peer, header, permit);
+  const serve = async (route: string, inbound: Inbound): Promise<Answer> => {
+    const requestId = requestIdOf(inbound.header, idHeaders, ctx.deps.newId);
+    const method = inbound.method;
+    const client = inbound.client();
+    const permit = admission.enabled ? await admission.acquire(client) : NO_PERMIT;
+    if (permit instanceof RouterError) return rejected(ctx, { route, method, requestId }, inbound, permit);
+    const jsonRequired = jsonRoutes.has(route);
     let read: Intake;
     try {
-      read = await intake(c, ctx, { path: route, jsonRequired }, rules, budget, header);
+      read = await intake(inbound, ctx, { path: route, jsonRequired }, rules, budget);
     } catch (err) {
       permit();
-      if (err instanceof RouterError) return rejected(ctx, { route, method, requestId }, peer, header, err);
+      if (err instanceof RouterError) return rejected(ctx, { route, method, requestId }, inbound, err);
       throw err;
     }
+    const peer = inbound.peer;
     return proxyRequest(ctx, {
       route,
       method,
-      target: targetOf(c.req.url),
-      headers: upstreamRequestHeaders(raw ?? c.req.raw.headers, { peer, url: c.req.url }),
+      target: inbound.target,
+      headers: upstreamRequestHeaders(inbound.headerSource(), { peer, url: inbound.url }),
       body: read.body,
-      clientSignal: clientOf(c),
+      clientSignal: client,
       peer,
       requestId,
       info: read.info,
@@ -219,9 +120,18 @@ export function registerInferenceRoutes(
       ...(read.uploadFault ? { uploadFault: read.uploadFault } : {}),
     });
   };
+  return {
+    jsonRoutes,
+    serve,
+    internalError: (path, err) => internalErrorAnswer(ctx.deps.logger, path, err),
+  };
+}
 
-  for (const path of JSON_INFERENCE_ROUTES) app.post(path, handle(path, true));
+export function registerInferenceRoutes(app: Hono, inference: Inference, hooks: InboundHooks): void {
+  const handle = (route: string) => async (c: Context) =>
+    toResponse(await inference.serve(route, honoInbound(c, hooks)));
+  for (const path of inference.jsonRoutes) app.post(path, handle(path));
   // Any other OpenAI path (audio, files, batches, ...) passes through to a selected worker.
-  const passThrough = handle('/v1/*', false);
-  app.all('/v1/*', (c) => (c.req.method === 'OPTIONS' ? optionsResponse() : passThrough(c)));
+  const passThrough = handle(PASS_THROUGH);
+  app.all(PASS_THROUGH, (c) => (c.req.method === 'OPTIONS' ? optionsResponse() : passThrough(c)));
 }

@@ -4,19 +4,19 @@
  * the client's stream broke) the engine request fails too; `fault()` then names the client's error,
  * so the router answers it (413/400) and records nothing against the engine.
  */
-import type { Context } from 'hono';
 import { RouterError } from '../contracts/errors.ts';
 import { tooLarge } from './body.ts';
+import type { Inbound } from './inbound.ts';
 
 export interface GuardedUpload {
   stream: ReadableStream<Uint8Array> | null;
   fault(): RouterError | undefined;
 }
 
-export function guardedUpload(c: Context, limit: number): GuardedUpload {
-  const declared = c.req.header('content-length');
+export function guardedUpload(inbound: Inbound, limit: number): GuardedUpload {
+  const declared = inbound.header('content-length');
   if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
-  const source = c.req.raw.body;
+  const source = inbound.stream();
   if (!source) return { stream: null, fault: () => undefined };
   let fault: RouterError | undefined;
   let size = 0;

@@ -6,7 +6,8 @@
  * Streamed answers are timed per chunk (first chunk, gaps between chunks); a successful JSON or SSE
  * answer's token counts are read from its end (usage.ts), never by parsing it.
  */
-import { errorResponse, RouterError } from '../contracts/errors.ts';
+import type { Answer } from '../contracts/answer.ts';
+import { errorAnswer, RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome } from '../contracts/fleet-api.ts';
 import type { ChunkSource } from '../contracts/upstream.ts';
 import { ChunkTail, usageIn } from '../observability/usage.ts';
@@ -28,7 +29,7 @@ export function rejectRequest(
   ctx: PipelineContext,
   call: { route: string; method: string; requestId: string; client?: string | undefined },
   error: RouterError,
-): Response {
+): Answer {
   const { instruments, deps } = ctx;
   // Refused before the body was read or understood: no model to name.
   instruments.requests.labels(call.route, call.method, String(error.status), '').inc();
@@ -41,7 +42,7 @@ export function rejectRequest(
     client: call.client,
     error: error.code,
   });
-  return errorResponse(error, { 'x-request-id': call.requestId });
+  return errorAnswer(error, { 'x-request-id': call.requestId });
 }
 
 /** The request's plan: one leg (a regular request), or a prefill leg then a decode leg. */
@@ -61,7 +62,7 @@ function runPlan(ex: Exchange, call: ProxyCall): Promise<LegResult> {
   return runAttempts(ex, leg);
 }
 
-export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promise<Response> {
+export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promise<Answer> {
   const ex = new Exchange(ctx, call);
   ctx.budget.recordRequest();
   let result: LegResult;
@@ -74,7 +75,7 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
   if (result.kind === 'aborted') {
     // Nobody is listening; the status is for the log and metrics only.
     ex.finish(499, undefined, 'client_disconnected');
-    return new Response(null, { status: 499 });
+    return { status: 499, headers: {}, body: null };
   }
   if (result.kind === 'error') return fail(ex, result.error);
   if (result.kind === 'withdrawn') {
@@ -98,18 +99,18 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
   if (body === null || body instanceof Uint8Array) {
     if (usage && body !== null) ex.usage = usageIn(body);
     ex.finish(res.status, outcome);
-    return new Response(body as BodyInit | null, { status: res.status, headers });
+    return { status: res.status, headers, body };
   }
   const relayed = relayAnswer(ex, result, prefetched ?? body, isEventStream(headers), usage);
-  return new Response(relayed, { status: res.status, headers });
+  return { status: res.status, headers, body: relayed };
 }
 
-type Answer = Extract<LegResult, { kind: 'response' }>;
+type Responded = Extract<LegResult, { kind: 'response' }>;
 
 /** A streamed answer, relayed chunk by chunk and timed; its end, error or cancellation finishes the exchange. */
 function relayAnswer(
   ex: Exchange,
-  { res, worker, outcome }: Answer,
+  { res, worker, outcome }: Responded,
   src: ChunkSource | Prefetched,
   sse: boolean,
   usage: boolean,
@@ -157,7 +158,7 @@ function setRoutedWorker(headers: Record<string, string>, id: string): void {
   headers['x-smg-routed-worker-id'] = id;
 }
 
-function fail(ex: Exchange, error: RouterError): Response {
+function fail(ex: Exchange, error: RouterError): Answer {
   ex.finish(error.status, undefined, error.code);
   const headers: Record<string, string> = { 'x-request-id': ex.call.requestId };
   if (ex.worker && ex.ctx.routedWorkerHeader) setRoutedWorker(headers, ex.worker.id);
@@ -169,7 +170,7 @@ function fail(ex: Exchange, error: RouterError): Response {
       error: error.cause === undefined ? undefined : transportDetail(error.cause),
     });
   }
-  return errorResponse(error, headers);
+  return errorAnswer(error, headers);
 }
 
 function streamFailed(ex: Exchange, status: number, error: unknown): void {

@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { parseRouterConfig } from '../../../src/core/config/schema.ts';
 import { Admission } from '../../../src/core/http/admission.ts';
-import { registerInferenceRoutes } from '../../../src/core/http/inference.ts';
+import { createInference, registerInferenceRoutes } from '../../../src/core/http/inference.ts';
 import {
   clientResponseHeaders,
   plainAddress,
@@ -147,7 +147,9 @@ describe('inference routes', () => {
     const { ctx, clock } = testContext({ fleet: scriptedFleet([routedTo('a', 1)]).fleet, upstream });
     const app = new Hono();
     const admission = new Admission(undefined, 0, 1000, clock);
-    registerInferenceRoutes(app, parseRouterConfig({}), ctx, admission, () => '10.0.0.9');
+    registerInferenceRoutes(app, createInference(parseRouterConfig({}), ctx, admission), {
+      peerAddress: () => '10.0.0.9',
+    });
     const res = await app.request('/v1/files', { method: 'OPTIONS' });
     expect(res.status).toBe(204);
     expect(res.headers.get('allow')).toContain('POST');
@@ -164,7 +166,9 @@ describe('inference routes', () => {
     const app = new Hono();
     const admission = new Admission(undefined, 0, 1000, clock);
     const raw = { 'x-request-id': 'from-raw', 'content-type': 'application/json', 'x-seen': 'raw' };
-    registerInferenceRoutes(app, parseRouterConfig({}), ctx, admission, undefined, () => raw);
+    registerInferenceRoutes(app, createInference(parseRouterConfig({}), ctx, admission), {
+      requestHeaders: () => raw,
+    });
     const res = await app.request('/v1/files', {
       method: 'POST',
       body: '{"model":"m"}',

@@ -1,5 +1,6 @@
 /** Token counts of answers the transport delivered whole (a Uint8Array body): read from its end. */
 import { describe, expect, it } from 'vitest';
+import { toResponse } from '../../../src/core/contracts/answer.ts';
 import type { Upstream } from '../../../src/core/contracts/upstream.ts';
 import { proxyRequest } from '../../../src/core/routing/pipeline.ts';
 import { routedTo, scriptedFleet, testCall, testContext } from './context.ts';
@@ -24,7 +25,7 @@ async function tokensAfter(status: number, headers: Record<string, string>): Pro
   });
   const res = await proxyRequest(ctx, testCall());
   expect(res.status).toBe(status);
-  await res.arrayBuffer();
+  await toResponse(res).arrayBuffer();
   return (await metrics.render())
     .split('\n')
     .filter(
