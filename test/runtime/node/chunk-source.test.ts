@@ -1,13 +1,13 @@
 /**
- * The Node transport's streamed body (chunk-source.ts) over real loopback HTTP: chunks reach the
- * reader as the engine sends them, with no Web stream in between; a reader that stops reading
- * pauses the socket; cancel closes the engine's connection; a body cut by the engine fails the read.
+ * The Node transport's answers (engine-call.ts, chunk-source.ts) over real loopback HTTP: chunks
+ * reach the reader as the engine sends them, with no Web stream in between; a reader that stops
+ * reading stops the socket; cancel closes the engine's connection; a body cut by the engine fails
+ * the read; a HEAD answer has no body.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { chunkSource } from '../../../src/adapters/node/chunk-source.ts';
+import { ChunkQueue } from '../../../src/adapters/node/chunk-source.ts';
 import { createUndiciUpstream } from '../../../src/adapters/node/upstream.ts';
 import type { ChunkSource } from '../../../src/core/contracts/upstream.ts';
 
@@ -94,21 +94,34 @@ describe('the Node transport streams an answer chunk by chunk', () => {
     expect(events.map((e) => Number(e.split(' ')[1]))).toEqual([...Array(400).keys()]);
   });
 
-  it('pauses the body while 16 chunks wait unread, resumes once the reader drains half', async () => {
-    const body = new Readable({ read() {} });
-    const reader = chunkSource(body).getReader();
-    const written = (n: number) => {
-      body.push(`${n}`);
-      return new Promise((resolve) => setImmediate(resolve));
-    };
-    for (let i = 0; i < 15; i++) await written(i);
-    expect(body.isPaused()).toBe(false);
-    await written(15);
-    expect(body.isPaused()).toBe(true);
+  it('stops the socket while 16 chunks wait unread, resumes it once the reader drains half', async () => {
+    let resumed = 0;
+    const queue = new ChunkQueue({ resume: () => resumed++, cancel: () => {} });
+    const reader = queue.getReader();
+    const chunk = (n: number) => new TextEncoder().encode(`${n}`);
+    for (let i = 0; i < 15; i++) expect(queue.push(chunk(i))).toBe(true);
+    expect(queue.push(chunk(15))).toBe(false); // the transport stops reading the socket
     for (let i = 0; i < 8; i++) expect(decoder.decode((await reader.read()).value)).toBe(`${i}`);
-    expect(body.isPaused()).toBe(true);
+    expect(resumed).toBe(0);
     expect(decoder.decode((await reader.read()).value)).toBe('8');
-    expect(body.isPaused()).toBe(false);
+    expect(resumed).toBe(1);
+  });
+
+  it('gives a HEAD answer no body, whatever its content-length says', async () => {
+    const url = await engine((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '42' });
+      res.end();
+    });
+    const res = await upstream({
+      url: `${url}/v1/models`,
+      method: 'HEAD',
+      headers: {},
+      body: null,
+      signal: new AbortController().signal,
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toBeInstanceOf(Uint8Array);
+    expect((res.body as Uint8Array).byteLength).toBe(0);
   });
 
   it('cancel closes the connection to the engine', async () => {

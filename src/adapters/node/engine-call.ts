@@ -1,0 +1,129 @@
+/**
+ * One request to an engine on undici's dispatch API: a handler that sees the status line, headers
+ * and body chunks as undici parses them, without the promise, async resource and body stream that
+ * undici's `request()` builds for each call. A small answer that announced its length (and is not
+ * an event stream) is collected into one buffer; any other answer is handed over at its headers
+ * with a `ChunkQueue` the body's chunks are pushed into (chunk-source.ts), with backpressure.
+ *
+ * Errors keep the transport's contract: a failure before the headers rejects with undici's error
+ * (upstream.ts tags a stale keep-alive connection), a buffered body that breaks rejects with an
+ * `UpstreamBodyError`, a streamed one fails the reader. The request's signal aborts it at any point.
+ */
+import { type Dispatcher, util } from 'undici';
+import { UpstreamBodyError, type UpstreamResponse } from '../../core/contracts/upstream.ts';
+import { ChunkQueue } from './chunk-source.ts';
+
+type Headers = Record<string, string | string[]>;
+
+function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new DOMException('This operation was aborted', 'AbortError');
+}
+
+const cancelled = () => new DOMException('the reader cancelled the answer', 'AbortError');
+
+export class EngineCall implements Dispatcher.DispatchHandler {
+  private abort: ((err?: Error) => void) | undefined;
+  private resume: (() => void) | undefined;
+  private status = 0;
+  private headers: Headers = {};
+  /** The whole body, when it is buffered: its announced length, and how much arrived. */
+  private buffer: Buffer | undefined;
+  private received = 0;
+  private queue: ChunkQueue | undefined;
+  private answered = false;
+
+  constructor(
+    private readonly resolve: (res: UpstreamResponse) => void,
+    private readonly reject: (err: unknown) => void,
+    private readonly signal: AbortSignal | undefined,
+    private readonly bufferLimit: number,
+    /** A HEAD request: its answer has no body, whatever its content-length says. */
+    private readonly bodiless = false,
+  ) {
+    signal?.addEventListener('abort', this.onAbort);
+  }
+
+  private readonly onAbort = () => {
+    this.abort?.(abortReason(this.signal as AbortSignal));
+  };
+
+  private done(): void {
+    this.signal?.removeEventListener('abort', this.onAbort);
+  }
+
+  private answer(res: UpstreamResponse): void {
+    this.answered = true;
+    this.resolve(res);
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.abort = abort;
+    if (this.signal?.aborted) abort(abortReason(this.signal));
+  }
+
+  onHeaders(status: number, raw: Buffer[], resume: () => void): boolean {
+    if (status < 200) return true; // informational: the answer's own headers follow
+    this.status = status;
+    this.headers = util.parseHeaders(raw) as Headers;
+    this.resume = resume;
+    const length = this.headers['content-length'];
+    const type = this.headers['content-type'];
+    const streaming = typeof type === 'string' && type.includes('text/event-stream');
+    if (this.bodiless || status === 204 || status === 304) {
+      this.buffer = Buffer.alloc(0);
+      return true;
+    }
+    if (typeof length === 'string' && !streaming) {
+      const n = Number(length);
+      if (n === 0 || (n > 0 && n <= this.bufferLimit)) {
+        this.buffer = Buffer.allocUnsafe(n);
+        return true;
+      }
+    }
+    this.queue = new ChunkQueue({
+      resume: () => this.resume?.(),
+      cancel: () => this.abort?.(cancelled()),
+    });
+    this.answer({ status, headers: this.headers, body: this.queue });
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    const buffer = this.buffer;
+    if (buffer === undefined) return this.queue?.push(chunk) ?? true;
+    if (this.received + chunk.length > buffer.length) {
+      this.abort?.(new Error('upstream body longer than its content-length'));
+      return false;
+    }
+    chunk.copy(buffer, this.received);
+    this.received += chunk.length;
+    return true;
+  }
+
+  onComplete(): void {
+    this.done();
+    if (this.queue) return this.queue.end();
+    const buffer = this.buffer as Buffer;
+    if (this.received === buffer.length)
+      return this.answer({ status: this.status, headers: this.headers, body: buffer });
+    this.bodyBroke(new Error(`upstream body ended after ${this.received} of ${buffer.length} bytes`));
+  }
+
+  onError(err: Error): void {
+    this.done();
+    if (this.queue) return this.queue.fail(err);
+    if (this.answered) return;
+    if (this.buffer !== undefined) return this.bodyBroke(err);
+    this.reject(err);
+  }
+
+  private bodyBroke(err: unknown): void {
+    const detail = err instanceof Error ? err.message : String(err);
+    this.reject(
+      new UpstreamBodyError(`the body broke after status ${this.status}: ${detail}`, this.status, {
+        cause: err,
+      }),
+    );
+  }
+}
