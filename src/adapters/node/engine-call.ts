@@ -103,19 +103,19 @@ export class EngineCall implements Dispatcher.DispatchHandler {
 
   onComplete(): void {
     this.done();
-    if (this.queue) return this.queue.end();
-    const buffer = this.buffer as Buffer;
-    if (this.received === buffer.length)
-      return this.answer({ status: this.status, headers: this.headers, body: buffer });
-    this.bodyBroke(new Error(`upstream body ended after ${this.received} of ${buffer.length} bytes`));
+    const buffer = this.buffer;
+    if (buffer === undefined) this.queue?.end();
+    else if (this.received === buffer.length)
+      this.answer({ status: this.status, headers: this.headers, body: buffer });
+    else this.bodyBroke(new Error(`upstream body ended after ${this.received} of ${buffer.length} bytes`));
   }
 
   onError(err: Error): void {
     this.done();
-    if (this.queue) return this.queue.fail(err);
-    if (this.answered) return;
-    if (this.buffer !== undefined) return this.bodyBroke(err);
-    this.reject(err);
+    if (this.queue) this.queue.fail(err);
+    else if (this.answered) return;
+    else if (this.buffer !== undefined) this.bodyBroke(err);
+    else this.reject(err);
   }
 
   private bodyBroke(err: unknown): void {
