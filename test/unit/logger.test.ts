@@ -71,7 +71,9 @@ describe('logger text lines', () => {
 
   it('takes the time of every line from the clock, also within and across milliseconds', () => {
     const { logger, lines, at } = capture();
-    const times = [1_000, 1_000, 1_001, 1_000, 86_400_000 + 999, 86_400_000 + 999];
+    const times = [1_000, 1_000, 1_001, 1_000, 999, 86_400_000 + 999, 86_400_000 + 999];
+    // Within one second, across seconds, and back: 5, 50 and 999 ms past a second.
+    times.push(1_796_162_000_005, 1_796_162_000_050, 1_796_162_001_000, 1_796_161_999_999, 1_796_162_000_005);
     for (const t of times) {
       at(t);
       logger.warn('x');

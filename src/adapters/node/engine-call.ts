@@ -10,12 +10,12 @@
  * `UpstreamBodyError`, a streamed one fails the reader. The request's signal aborts it at any point.
  */
 import { type Dispatcher, util } from 'undici';
-import { UpstreamBodyError, type UpstreamResponse } from '../../core/contracts/upstream.ts';
+import { type CallSignal, UpstreamBodyError, type UpstreamResponse } from '../../core/contracts/upstream.ts';
 import { ChunkQueue } from './chunk-source.ts';
 
 type Headers = Record<string, string | string[]>;
 
-function abortReason(signal: AbortSignal): Error {
+function abortReason(signal: CallSignal): Error {
   const reason: unknown = signal.reason;
   return reason instanceof Error ? reason : new DOMException('This operation was aborted', 'AbortError');
 }
@@ -36,7 +36,7 @@ export class EngineCall implements Dispatcher.DispatchHandler {
   constructor(
     private readonly resolve: (res: UpstreamResponse) => void,
     private readonly reject: (err: unknown) => void,
-    private readonly signal: AbortSignal | undefined,
+    private readonly signal: CallSignal | undefined,
     private readonly bufferLimit: number,
     /** A HEAD request: its answer has no body, whatever its content-length says. */
     private readonly bodiless = false,
@@ -45,7 +45,7 @@ export class EngineCall implements Dispatcher.DispatchHandler {
   }
 
   private readonly onAbort = () => {
-    this.abort?.(abortReason(this.signal as AbortSignal));
+    this.abort?.(abortReason(this.signal as CallSignal));
   };
 
   private done(): void {

@@ -9,7 +9,20 @@ export interface UpstreamRequest {
   method: string;
   headers: Record<string, string>;
   body: Uint8Array | ReadableStream<Uint8Array> | null;
-  signal: AbortSignal;
+  signal: CallSignal;
+}
+
+/**
+ * What a transport watches to give a request up. An `AbortSignal` fits; the router's attempts pass
+ * a lighter one of their own (core/upstream/call-signal.ts), since an AbortController and its
+ * EventTarget cost more than the rest of an attempt's bookkeeping. A transport that needs a real
+ * `AbortSignal` (the Web `fetch`) makes one from it with `abortSignalOf`.
+ */
+export interface CallSignal {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 /** One reader of a streamed answer: `read` resolves with the next chunk; `cancel` stops the engine's body. */

@@ -40,29 +40,17 @@ export class BodyBudget {
   reserve(bytes: number): Reservation | undefined {
     if (!this.fits(bytes, 0)) return undefined;
     this.used += bytes;
-    let held = bytes;
-    let released = false;
-    return {
-      get bytes() {
-        return held;
-      },
-      grow: (n: number) => {
-        if (released || !this.fits(n, held)) return false;
-        held += n;
-        this.used += n;
-        return true;
-      },
-      release: () => {
-        if (released) return;
-        released = true;
-        this.used -= held;
-      },
-    };
+    return new Held(this, bytes);
   }
 
   /** `n` more bytes fit for a reservation holding `own`: within the limit, or alone. */
-  private fits(n: number, own: number): boolean {
+  fits(n: number, own: number): boolean {
     return this.limit === 0 || this.used + n <= this.limit || this.used === own;
+  }
+
+  /** Adds to (or, negative, takes from) the bytes reserved; only reservations call it. */
+  adjust(n: number): void {
+    this.used += n;
   }
 
   /** Exports the bytes reserved as `vllm_router_buffered_request_bytes`. */
@@ -82,4 +70,27 @@ export function budgetExceeded(budget: BodyBudget, bytes: number | undefined): R
     `the router is buffering ${budget.inUse} bytes of request bodies; ${size} would exceed its budget of ${budget.limit} bytes (--max-buffered-bytes-total): retry shortly`,
     { retryAfterSecs: BUDGET_RETRY_AFTER_SECS },
   );
+}
+
+/** One request's reservation (a class: one object per request, no closures). */
+class Held implements Reservation {
+  private released = false;
+
+  constructor(
+    private readonly budget: BodyBudget,
+    public bytes: number,
+  ) {}
+
+  grow(n: number): boolean {
+    if (this.released || !this.budget.fits(n, this.bytes)) return false;
+    this.bytes += n;
+    this.budget.adjust(n);
+    return true;
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.budget.adjust(-this.bytes);
+  }
 }

@@ -58,14 +58,25 @@ export function createLogger(options: {
   const threshold = LEVELS[options.level];
   const { sink, json, now } = options;
   const enabled = (level: LogLevel) => LEVELS[level] >= threshold;
-  // Lines in the same millisecond share one timestamp text.
+  // Lines in the same millisecond share one timestamp text, and lines in the same second the
+  // text up to its milliseconds (an ISO date costs more than the rest of a line).
   let stampMs = Number.NaN;
   let stamp = '';
-  const timeText = (ms: number): string => {
-    if (ms !== stampMs) {
-      stamp = new Date(ms).toISOString();
-      stampMs = ms;
+  let second = Number.NaN;
+  let secondText = '';
+  const timeText = (at: number): string => {
+    const ms = Math.floor(at);
+    if (ms === stampMs) return stamp;
+    const frac = ms % 1000;
+    if (ms - frac !== second || frac < 0) {
+      second = ms - frac;
+      secondText = new Date(second).toISOString().slice(0, 20); // 2026-01-01T00:00:00.
     }
+    stamp =
+      frac < 0
+        ? new Date(ms).toISOString()
+        : `${secondText}${frac < 10 ? '00' : frac < 100 ? '0' : ''}${frac}Z`;
+    stampMs = ms;
     return stamp;
   };
   const log = (level: LogLevel, msg: string, fields?: LogFields) => {

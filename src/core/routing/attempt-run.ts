@@ -6,8 +6,9 @@
  */
 import { RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome, RoutedWorker, RouteInput } from '../contracts/fleet-api.ts';
-import type { ChunkReader, UpstreamResponse } from '../contracts/upstream.ts';
+import type { CallSignal, ChunkReader, UpstreamResponse } from '../contracts/upstream.ts';
 import { backoffDelayMs, maxAttempts, type RetrySettings } from '../resilience/backoff.ts';
+import { CallAbort } from '../upstream/call-signal.ts';
 import { ABANDONED, type Exchange, SHUTDOWN } from './exchange.ts';
 import type { AttemptTracker } from './stall-watch.ts';
 
@@ -106,7 +107,7 @@ export class AttemptRun {
    * exchange's signal), the stall watch abandoned it, or the leg was called off. Renewed after an
    * abandon, so the leg carries on; each leg has its own (a prefill running beside its decode).
    */
-  private ctl = new AbortController();
+  private ctl = new CallAbort();
   private calledOff = false;
   /** The loop returned its result (a committed answer's signal must not be aborted by `callOff`). */
   finished = false;
@@ -119,9 +120,23 @@ export class AttemptRun {
     ex.onStop((reason) => this.ctl.abort(reason));
   }
 
+  /** The leg's routing input with its role and stream flag, built once (attempts add exclusions to a copy). */
+  get routeInput(): RouteInput {
+    if (this.input === undefined) {
+      const { leg } = this;
+      const input: RouteInput = { ...leg.input };
+      if (leg.role !== undefined) input.role = leg.role;
+      if (leg.stream !== undefined) input.stream = leg.stream;
+      this.input = input;
+    }
+    return this.input;
+  }
+
+  private input: RouteInput | undefined;
+
   /** The current attempt's abort signal. */
-  get attemptSignal(): AbortSignal {
-    return this.ctl.signal;
+  get attemptSignal(): CallSignal {
+    return this.ctl;
   }
 
   /**
@@ -129,9 +144,9 @@ export class AttemptRun {
    * and the leg carries on with a fresh signal. No-op once the request stopped.
    */
   abandonAttempt(): void {
-    if (this.ctl.signal.aborted) return;
+    if (this.ctl.aborted) return;
     this.ctl.abort(ABANDONED);
-    this.ctl = new AbortController();
+    this.ctl = new CallAbort();
     const reason = this.ex.stopReason;
     if (reason !== undefined) this.ctl.abort(reason);
   }
@@ -140,7 +155,7 @@ export class AttemptRun {
   callOff(): void {
     if (this.finished) return;
     this.calledOff = true;
-    if (!this.ctl.signal.aborted) this.ctl.abort(ABANDONED);
+    if (!this.ctl.aborted) this.ctl.abort(ABANDONED);
   }
 
   /** The leg was called off. */

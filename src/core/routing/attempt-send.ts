@@ -10,6 +10,7 @@
 import { RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome, RoutedWorker } from '../contracts/fleet-api.ts';
 import {
+  type CallSignal,
   type ChunkReader,
   type ChunkSource,
   StaleConnectionError,
@@ -56,17 +57,13 @@ const errorNext = (error: RouterError, outcome?: AttemptOutcome): Next => ({
 export const FREE_RESEND_MAX_BYTES = 1 << 20;
 
 /** Whether a stale pooled connection earns this send its one immediate free resend. */
-function resendsFree(
-  err: unknown,
-  body: Uint8Array | ReadableStream<Uint8Array> | null,
-  signal: AbortSignal,
-) {
+function resendsFree(err: unknown, body: Uint8Array | ReadableStream<Uint8Array> | null, signal: CallSignal) {
   if (!(err instanceof StaleConnectionError) || signal.aborted) return false;
   return body === null || (body instanceof Uint8Array && body.byteLength < FREE_RESEND_MAX_BYTES);
 }
 
 /** Sends one attempt; a stale pooled connection gets one immediate free resend (small bodies). */
-async function send(run: AttemptRun, worker: RoutedWorker, signal: AbortSignal): Promise<UpstreamResponse> {
+async function send(run: AttemptRun, worker: RoutedWorker, signal: CallSignal): Promise<UpstreamResponse> {
   const { ex, leg } = run;
   const { ctx } = ex;
   const requestId = leg.requestIdFor ? leg.requestIdFor(worker) : ex.call.requestId;
@@ -163,7 +160,7 @@ export async function sendStep(run: AttemptRun, worker: RoutedWorker, lease: num
 }
 
 /** Reads a streamed answer's first chunk; the stall watch may abandon the wait. */
-async function readFirst(reader: ChunkReader, signal: AbortSignal) {
+async function readFirst(reader: ChunkReader, signal: CallSignal) {
   const cancel = () => void reader.cancel(signal.reason).catch(() => {});
   if (signal.aborted) cancel();
   else signal.addEventListener('abort', cancel, { once: true });
@@ -193,7 +190,7 @@ export async function firstByteStep(run: AttemptRun, a: Answered, outcome: Attem
     const cause = read.ok ? undefined : { cause: read.error };
     return errorNext(new RouterError('upstream_body_error', message, cause), { kind: 'failure' });
   }
-  const firstByteMs = ex.ctx.stalls.firstByte(tracker);
-  const result = { kind: 'response' as const, res, worker, lease, outcome: { ...outcome, firstByteMs } };
-  return { kind: 'done', result: { ...result, prefetched: { reader, first: read.first } } };
+  outcome.firstByteMs = ex.ctx.stalls.firstByte(tracker); // decideStep's fresh outcome
+  const prefetched = { reader, first: read.first };
+  return { kind: 'done', result: { kind: 'response', res, worker, lease, outcome, prefetched } };
 }

@@ -19,17 +19,18 @@ const errorNext = (error: RouterError): Next => ({ kind: 'done', result: { kind:
 
 /** One routing call: the leg's input, its hard exclusions, and what it should avoid. */
 async function askFleet(run: AttemptRun, alsoAvoid?: string): Promise<RouteResult | Next> {
-  const { ex, leg, exclude } = run;
+  const { ex, exclude } = run;
   const suspects = ex.ctx.stalls.suspects();
   const avoid =
     run.avoid.length === 0 && suspects.length === 0 && alsoAvoid === undefined
       ? run.avoid
       : [...run.avoid, ...suspects, ...(alsoAvoid === undefined ? [] : [alsoAvoid])];
-  const input: RouteInput = { ...leg.input };
-  if (leg.role !== undefined) input.role = leg.role;
-  if (exclude.length > 0) input.exclude = exclude;
-  if (avoid.length > 0) input.avoid = avoid;
-  if (leg.stream !== undefined) input.stream = leg.stream;
+  let input = run.routeInput;
+  if (exclude.length > 0 || avoid.length > 0) {
+    input = { ...input };
+    if (exclude.length > 0) input.exclude = exclude;
+    if (avoid.length > 0) input.avoid = avoid;
+  }
   try {
     return await ex.ctx.deps.fleet.route(input);
   } catch (err) {
@@ -128,8 +129,8 @@ export async function decideStep(run: AttemptRun, a: Answered): Promise<Next> {
   const retryable = run.buffered && ctx.classes.retryable.has(res.status);
   if (!retryable) {
     if (streamedBody(res.body) && a.firstByteMs === undefined) return firstByteStep(run, a, outcome);
-    const firstByteMs = a.firstByteMs ?? ctx.stalls.firstByte(a.tracker);
-    const result = { kind: 'response' as const, res, worker, lease, outcome: { ...outcome, firstByteMs } };
+    outcome.firstByteMs = a.firstByteMs ?? ctx.stalls.firstByte(a.tracker); // a fresh outcome: ours to fill
+    const result = { kind: 'response' as const, res, worker, lease, outcome };
     return { kind: 'done', result };
   }
   ctx.stalls.end(a.tracker);

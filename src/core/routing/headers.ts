@@ -36,8 +36,13 @@ const REQUEST_DROP = new Set([
 const RESPONSE_DROP = new Set(HOP_BY_HOP);
 const CORS_PREFIX = 'access-control-';
 
+const NO_TOKENS: string[] = [];
+
+/** The header names a `Connection` header lists (its usual `keep-alive` or `close` lists none). */
 function connectionTokens(value: string | null | undefined): string[] {
-  if (!value) return [];
+  if (!value) return NO_TOKENS;
+  const plain = value.length <= 10 ? value.toLowerCase() : '';
+  if (plain === 'keep-alive' || plain === 'close') return NO_TOKENS;
   return value
     .split(',')
     .map((t) => t.trim().toLowerCase())

@@ -5,6 +5,7 @@
  * stream to the client; a body that breaks after its status is an UpstreamBodyError.
  */
 import { type Upstream, UpstreamBodyError } from '../contracts/upstream.ts';
+import { abortSignalOf } from './call-signal.ts';
 
 /** Bodies up to this size with a content-length (not SSE, not re-encoded) are read whole. */
 const BUFFER_LIMIT_BYTES = 1 << 20;
@@ -26,7 +27,7 @@ export function fetchUpstream(fetchImpl: typeof fetch = fetch): Upstream {
       method: req.method,
       headers: req.headers,
       body: req.body as BodyInit | null,
-      signal: req.signal,
+      signal: abortSignalOf(req.signal),
       redirect: 'manual',
     };
     if (req.body instanceof ReadableStream) init.duplex = 'half';
