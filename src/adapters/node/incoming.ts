@@ -20,7 +20,9 @@ export function nodeRequestHeaders(c: Context): IncomingHttpHeaders | undefined 
  * AbortController per request.
  */
 export class ResponseLink implements ClientLink {
-  private readonly listeners = new Map<() => void, () => void>();
+  /** The listeners and their `close` handlers, side by side (usually one: the exchange's). */
+  private readonly listeners: (() => void)[] = [];
+  private readonly handlers: (() => void)[] = [];
 
   constructor(private readonly res: ServerResponse) {}
 
@@ -29,20 +31,27 @@ export class ResponseLink implements ClientLink {
   }
 
   addEventListener(_type: 'abort', listener: () => void): void {
-    if (this.listeners.has(listener)) return;
+    if (this.listeners.includes(listener)) return;
     const onClose = () => {
-      this.listeners.delete(listener);
+      this.forget(listener);
       if (!this.res.writableFinished) listener();
     };
-    this.listeners.set(listener, onClose);
+    this.listeners.push(listener);
+    this.handlers.push(onClose);
     this.res.once('close', onClose);
   }
 
   removeEventListener(_type: 'abort', listener: () => void): void {
-    const onClose = this.listeners.get(listener);
-    if (!onClose) return;
-    this.listeners.delete(listener);
-    this.res.off('close', onClose);
+    const onClose = this.forget(listener);
+    if (onClose) this.res.off('close', onClose);
+  }
+
+  private forget(listener: () => void): (() => void) | undefined {
+    const i = this.listeners.indexOf(listener);
+    if (i < 0) return undefined;
+    const [onClose] = this.handlers.splice(i, 1);
+    this.listeners.splice(i, 1);
+    return onClose;
   }
 }
 

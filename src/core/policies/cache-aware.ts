@@ -42,6 +42,14 @@ function exportGauges(ctx: PolicyContext, tree: RadixTree): void {
   ctx.metrics.addCollector(() => bytes.labels(ctx.pool).set(tree.bytes));
 }
 
+/** Candidates by id: a scan for a few (no Map per request), a Map for many. */
+function candidateLookup(candidates: readonly PolicyWorker[]): (id: string) => PolicyWorker | undefined {
+  if (candidates.length <= 8) return (id) => candidates.find((w) => w.id === id);
+  const byId = new Map<string, PolicyWorker>();
+  for (const w of candidates) byId.set(w.id, w);
+  return (id) => byId.get(id);
+}
+
 export function createCacheAware(ctx: PolicyContext): Policy {
   const { cacheThreshold, balanceAbsThreshold, balanceRelThreshold, evictionIntervalSecs } = ctx.settings;
   const { maxTreeSize, maxTreeBytes } = ctx.settings;
@@ -85,13 +93,12 @@ export function createCacheAware(ctx: PolicyContext): Policy {
       const text = full.length > maxTextChars ? full.slice(0, maxTextChars) : full;
 
       // One walk of the tree: the match decides the worker, then the text is recorded for it.
-      const byId = new Map<string, PolicyWorker>();
-      for (const w of candidates) byId.set(w.id, w);
+      const byId = candidateLookup(candidates);
       let chosen = candidates[0] as PolicyWorker;
       const choose = (match: PrefixMatch): string => {
         if (match.matched / text.length > cacheThreshold) {
           counters.hits.inc();
-          chosen = ties.pick(match.tenants.map((id) => byId.get(id) as PolicyWorker));
+          chosen = ties.pick(match.tenants.map((id) => byId(id) as PolicyWorker));
         } else {
           counters.misses.inc();
           chosen = ties.pick(candidates);
@@ -99,7 +106,7 @@ export function createCacheAware(ctx: PolicyContext): Policy {
         chosen = spill(candidates, chosen);
         return chosen.id;
       };
-      tree.matchAndInsert(text, (id) => byId.has(id), choose, now);
+      tree.matchAndInsert(text, (id) => byId(id) !== undefined, choose, now);
       tree.evict(maxTreeSize, maxTreeBytes);
       ctx.sharing?.prefixRecorded(ctx.pool, text, chosen.id);
       return chosen;
