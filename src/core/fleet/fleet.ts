@@ -23,7 +23,7 @@ import type { Clock } from '../contracts/runtime.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
 import type { PolicyContext } from '../policies/policy.ts';
 import type { BreakerSettings, BreakerTransition } from '../resilience/circuit-breaker.ts';
-import { chooseCandidates } from './candidates.ts';
+import { type CandidateContext, chooseCandidates } from './candidates.ts';
 import { createFleetMetrics, type FleetMetrics } from './fleet-metrics.ts';
 import type { FleetSharing } from './fleet-sharing.ts';
 import type { HealthSettings } from './health-state.ts';
@@ -74,6 +74,7 @@ export class Fleet implements FleetApi {
   private readonly breaker: BreakerSettings;
   /** The breaker and signal settings, as recordOutcome takes them. */
   private readonly settings: { breaker: BreakerSettings; signals: SignalSettings };
+  private readonly candidateContext: CandidateContext;
   protected readonly probing: boolean;
   private readonly fleetMetrics: FleetMetrics;
   /** The registry as another fleet follows it, in place (registry-view.ts: Workers pool objects). */
@@ -90,6 +91,7 @@ export class Fleet implements FleetApi {
       breaker: this.breaker,
       signals: options.signals ?? signalSettings(defaultRouterConfig()),
     };
+    this.candidateContext = { now: 0, ...this.settings };
     this.probing = options.health?.probing ?? false;
     this.fleetMetrics = createFleetMetrics(options.metrics);
     this.pools = new PoolSet(this.workers, options.policies, options.policyContext);
@@ -99,10 +101,9 @@ export class Fleet implements FleetApi {
   /** The pool a request goes to; undefined when no worker serves its model. */
   protected poolFor(input: RouteInput): Pool | undefined {
     const model = input.model;
-    const { knownModels } = this.pools;
-    if (model !== undefined && !this.pools.hasUnknownModels && !knownModels.includes(model)) return undefined;
-    const role = input.role ?? 'regular';
-    return this.pools.get(role, model === undefined || knownModels.includes(model) ? model : WILDCARD);
+    const known = model === undefined || this.pools.knownModels.includes(model);
+    if (!known && !this.pools.hasUnknownModels) return undefined;
+    return this.pools.get(input.role ?? 'regular', known ? model : WILDCARD);
   }
 
   route(input: RouteInput): RouteResult {
@@ -113,7 +114,9 @@ export class Fleet implements FleetApi {
         : { ok: false, code: 'model_not_found', models: [...this.pools.knownModels] };
     }
     const now = this.options.clock.now();
-    const candidates = chooseCandidates(pool.members, input, { now, ...this.settings });
+    const context = this.candidateContext;
+    context.now = now; // one context object, its time renewed per decision
+    const candidates = chooseCandidates(pool.members, input, context);
     const picked = candidates.length === 0 ? undefined : pool.policy.select(candidates, input);
     const worker = picked === undefined ? undefined : this.workers.get(picked.id);
     if (!worker) return { ok: false, code: 'no_available_workers', models: [...this.pools.knownModels] };

@@ -22,6 +22,8 @@ export interface Pool {
 
 export class PoolSet {
   private readonly pools = new Map<string, Pool>();
+  /** The same pools by role, then model: a request's lookup builds no key. */
+  private readonly byRole = new Map<WorkerRole, Map<string, Pool>>();
   private version = 0;
   /** Models listed by live workers, first seen first. */
   knownModels: string[] = [];
@@ -67,13 +69,19 @@ export class PoolSet {
   /** The pool for a role and a model (undefined: any model; WILDCARD: unknown-model workers). */
   get(role: WorkerRole, model: string | undefined): Pool {
     const name = model ?? '';
-    const key = `${role}\u0001${name}`;
-    let pool = this.pools.get(key);
+    let byModel = this.byRole.get(role);
+    if (byModel === undefined) {
+      byModel = new Map();
+      this.byRole.set(role, byModel);
+    }
+    let pool = byModel.get(name);
     if (!pool) {
+      const key = `${role}\u0001${name}`;
       const label = `${role}:${name === '' ? '*' : name}`;
       const policy = createPolicy(this.policies[role], { ...this.policyContext, pool: label });
       pool = { key, label, policy, members: [], version: -1 };
       this.pools.set(key, pool);
+      byModel.set(name, pool);
     }
     if (pool.version !== this.version) {
       pool.members = [];

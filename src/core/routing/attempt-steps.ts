@@ -5,7 +5,7 @@
  * only when the engine that pushed back is the last one does the retry wait (backoff, Retry-After).
  */
 import { RouterError } from '../contracts/errors.ts';
-import type { AttemptOutcome, RouteInput, RouteResult } from '../contracts/fleet-api.ts';
+import type { AttemptOutcome, RouteResult } from '../contracts/fleet-api.ts';
 import type { UpstreamResponse } from '../contracts/upstream.ts';
 import { retryAfterMs } from '../resilience/backoff.ts';
 import { outcomeForStatus } from '../resilience/classify.ts';
