@@ -208,7 +208,7 @@ function createDenoRouter(
     upstream: fetchUpstream(),
     logSink,
     // Deno.serve hands the connection info to app.fetch as the second argument (Hono's c.env).
-    peerAddress: (c) => (c.env as Deno.ServeHandlerInfo<Deno.NetAddr> | undefined)?.remoteAddr?.hostname,
+    peerAddress: (env) => (env as Deno.ServeHandlerInfo<Deno.NetAddr> | undefined)?.remoteAddr?.hostname,
     ...(p2p ? { p2pRegistry: p2p } : {}),
     stateStore: true,
   });

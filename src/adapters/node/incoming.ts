@@ -1,16 +1,17 @@
-/** What the core reads of a request from Node's own request object (@hono/node-server: c.env.incoming). */
+/** What the core reads of a request from Node's own request objects (@hono/node-server's bindings: `env.incoming`, `env.outgoing`). */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { Context } from 'hono';
 import type { ClientLink } from '../../core/routing/context.ts';
 
+type Bindings = { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
+
 /** The peer's IP address. */
-export function nodePeerAddress(c: Context): string | undefined {
-  return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress;
+export function nodePeerAddress(env: unknown): string | undefined {
+  return (env as Bindings)?.incoming?.socket?.remoteAddress;
 }
 
 /** The request's headers as Node parsed them (lower-case names): no `Headers` object is built. */
-export function nodeRequestHeaders(c: Context): IncomingHttpHeaders | undefined {
-  return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.headers;
+export function nodeRequestHeaders(env: unknown): IncomingHttpHeaders | undefined {
+  return (env as Bindings)?.incoming?.headers;
 }
 
 /**
@@ -55,7 +56,7 @@ export class ResponseLink implements ClientLink {
   }
 }
 
-export function nodeClientLink(c: Context): ClientLink | undefined {
-  const res = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+export function nodeClientLink(env: unknown): ClientLink | undefined {
+  const res = (env as Bindings)?.outgoing;
   return res ? new ResponseLink(res) : undefined;
 }

@@ -32,7 +32,7 @@ import type { ClientAuth } from './client-auth.ts';
 
 export interface AdminGuardOptions {
   /** The peer's IP address, where the runtime tells it (Node, Deno); undefined on Workers. */
-  peerAddress?: (c: Context) => string | undefined;
+  peerAddress?: (env: unknown) => string | undefined;
   /** Without --admin-api-key: loopback peers only (Node, Deno) or nobody (Workers). */
   withoutKey: 'loopback' | 'off';
   /** Client auth, when --api-key-validation-urls is set. */
@@ -191,7 +191,7 @@ function peerRule(options: AdminGuardOptions): AsyncRule {
       );
   }
   return async (c) => {
-    if (!isLoopbackAddress(options.peerAddress?.(c))) {
+    if (!isLoopbackAddress(options.peerAddress?.(c.env))) {
       return forbidden(
         'admin API answers loopback clients only when no --admin-api-key is set: ' +
           'set --admin-api-key (or VLLM_ROUTER_ADMIN_API_KEY) to call it from elsewhere',

@@ -28,17 +28,20 @@ export interface Inbound {
   stream(): ReadableStream<Uint8Array> | null;
 }
 
-/** What a runtime tells of a request beyond the Web `Request`. */
+/**
+ * What a runtime tells of a request beyond the Web `Request`, read from the bindings it serves the
+ * request with (`env`: @hono/node-server's `{ incoming, outgoing }`, Deno's `ServeHandlerInfo`).
+ */
 export interface InboundHooks {
   /** The peer's IP address (Node, Deno); Workers do not know it. */
-  peerAddress?: ((c: Context) => string | undefined) | undefined;
+  peerAddress?: ((env: unknown) => string | undefined) | undefined;
   /**
    * The request's headers as a plain object with lower-case names, where the runtime holds them so
-   * (Node: `IncomingMessage.headers`); without it the core reads hono's `Headers`.
+   * (Node: `IncomingMessage.headers`); without it the core reads the `Headers` object.
    */
-  requestHeaders?: ((c: Context) => RawRequestHeaders | undefined) | undefined;
+  requestHeaders?: ((env: unknown) => RawRequestHeaders | undefined) | undefined;
   /** The client's connection, watched without an AbortSignal (Node: its response object). */
-  clientLink?: ((c: Context) => ClientLink | undefined) | undefined;
+  clientLink?: ((env: unknown) => ClientLink | undefined) | undefined;
 }
 
 /** Path plus query of an absolute URL. */
@@ -49,15 +52,16 @@ export function targetOf(url: string): string {
 
 /** The request of a Hono context; the host's raw headers and connection are used where it has them. */
 export function honoInbound(c: Context, hooks: InboundHooks): Inbound {
-  const raw = hooks.requestHeaders?.(c);
+  const env: unknown = c.env;
+  const raw = hooks.requestHeaders?.(env);
   return {
     method: c.req.method,
     url: c.req.url,
     target: targetOf(c.req.url),
     header: raw ? (name) => rawHeader(raw, name) : (name) => c.req.header(name),
     headerSource: () => raw ?? c.req.raw.headers,
-    peer: hooks.peerAddress?.(c),
-    client: () => hooks.clientLink?.(c) ?? c.req.raw.signal,
+    peer: hooks.peerAddress?.(env),
+    client: () => hooks.clientLink?.(env) ?? c.req.raw.signal,
     bytes: async () => new Uint8Array(await c.req.arrayBuffer()),
     stream: () => c.req.raw.body,
   };
