@@ -1,0 +1,111 @@
+/**
+ * Two builds of the router side by side, and the floor: what one change bought, measured on a noisy
+ * machine. All three proxies run at once on CPU 0 (engines and load on CPU 1); short closed-loop
+ * bursts go to each in turn, alternating the order, and each proxy's CPU time (utime + stime from
+ * /proc) is summed over its bursts, so drift in the machine's speed falls on all three alike.
+ *
+ *   npm run bench:ab -- <git revision>   # that revision (built in a temporary worktree) against
+ *                                        # the working tree's dist/ (npm run build first)
+ *   BURSTS=20 N=1500 C=32 POLICY=cache_aware npm run bench:ab -- HEAD~3
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { closedLoop } from './overhead-load.ts';
+import { type Server, spawnServer, startEngine, startFloor } from './overhead-procs.ts';
+import { processCpuMs } from './pd-support.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const BURSTS = Number(process.env.BURSTS ?? 20);
+const N = Number(process.env.N ?? 1500);
+const C = Number(process.env.C ?? 32);
+const POLICY = process.env.POLICY ?? 'cache_aware';
+const base = process.argv[2];
+if (!base) {
+  console.error('usage: npm run bench:ab -- <git revision>');
+  process.exit(2);
+}
+
+const body = JSON.stringify({
+  model: 'sim-model',
+  stream: false,
+  max_tokens: 16,
+  messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
+});
+
+/** The revision built in a temporary worktree sharing this checkout's node_modules. */
+function buildRevision(rev: string): { dir: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-ab-'));
+  execFileSync('git', ['worktree', 'add', '--detach', dir, rev], { cwd: ROOT, stdio: 'ignore' });
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: dir, stdio: 'inherit' });
+  return {
+    dir,
+    remove: () => {
+      execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: ROOT, stdio: 'ignore' });
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startBuild(name: string, root: string, engines: string[]): Promise<Server> {
+  const port = 10000 + Math.floor(Math.random() * 20000);
+  const url = `http://127.0.0.1:${port}`;
+  const ready = async () => {
+    try {
+      const res = await fetch(`${url}/liveness`);
+      await res.arrayBuffer();
+      return url;
+    } catch {
+      return undefined;
+    }
+  };
+  const args = [join(root, 'dist/node/main.js'), '--host', '127.0.0.1', '--port', String(port)];
+  args.push('--prometheus-port', '0', '--policy', POLICY, '--worker-urls', ...engines);
+  return spawnServer(name, process.execPath, args, ready, 0);
+}
+
+const built = buildRevision(base);
+const servers: Server[] = [];
+try {
+  const engines = [await startEngine(ROOT, 'e1', 1), await startEngine(ROOT, 'e2', 1)];
+  const urls = engines.map((e) => e.url);
+  console.log(
+    `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} bursts of ${N} requests at c${C}, ${POLICY}`,
+  );
+  servers.push(await startFloor(ROOT, urls, 0));
+  servers.push(await startBuild(`base ${base}`, built.dir, urls));
+  servers.push(await startBuild('working tree', ROOT, urls));
+  for (const s of servers) await closedLoop(s.url, body, C, 3000);
+  const cpu = servers.map(() => [] as number[]);
+  const rps = servers.map(() => [] as number[]);
+  for (let b = 0; b < BURSTS; b++) {
+    const order = b % 2 === 0 ? [0, 1, 2] : [2, 1, 0];
+    for (const i of order) {
+      const s = servers[i] as Server;
+      const before = processCpuMs(s.pid);
+      const t = await closedLoop(s.url, body, C, N);
+      cpu[i]?.push(((processCpuMs(s.pid) - before) * 1000) / N);
+      rps[i]?.push(t.rps);
+    }
+  }
+  const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
+  const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)] as number;
+  const floorCpu = mean(cpu[0] as number[]);
+  const baseCpu = mean(cpu[1] as number[]);
+  console.log('\n| proxy | CPU µs/request (mean) | ÷ floor | ÷ base | req/s (median) |');
+  console.log('|---|---:|---:|---:|---:|');
+  servers.forEach((s, i) => {
+    const c = mean(cpu[i] as number[]);
+    const cells = [c.toFixed(1), (c / floorCpu).toFixed(2), (c / baseCpu).toFixed(2)];
+    console.log(`| ${s.name} | ${cells.join(' | ')} | ${median(rps[i] as number[]).toFixed(0)} |`);
+  });
+  console.log(`\nload average at the end ${loadavg()[0]?.toFixed(2)}`);
+  for (const e of engines) await e.stop();
+} finally {
+  for (const s of servers) await s.stop();
+  built.remove();
+}
+process.exit(0);
