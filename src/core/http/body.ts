@@ -64,7 +64,16 @@ async function readChunks(
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let read: ReadableStreamReadResult<Uint8Array>;
+    try {
+      read = await reader.read();
+    } catch (err) {
+      // The client broke off mid-body: its request is invalid (and nobody may be left to read why).
+      throw new RouterError('invalid_request', 'the request body broke off while it was being sent', {
+        cause: err,
+      });
+    }
+    const { done, value } = read;
     if (done) break;
     size += value.byteLength;
     let error: RouterError | undefined;

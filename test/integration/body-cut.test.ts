@@ -1,0 +1,58 @@
+/**
+ * A client that breaks off while sending its body, declared (Content-Length) or chunked: the router
+ * records a 400 for it, logs no unhandled error, sends nothing to an engine and keeps serving.
+ */
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { engineRequests, type Running, startStack } from '../support/harness.ts';
+
+/** Sends the head and part of a body on a raw connection, then closes it. */
+function cutOff(url: string, head: string, part: string): Promise<void> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(`${head}\r\n\r\n${part}`, () => {
+        socket.destroy();
+        resolve();
+      });
+    });
+    socket.on('error', reject);
+  });
+}
+
+async function rejected400(stack: Running): Promise<number> {
+  const text = await stack.router.metrics.render();
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith('vllm_router_requests_total{') && l.includes('status="400"'));
+  return line === undefined ? 0 : Number(line.split(' ').pop());
+}
+
+describe('a request body cut off by its client', () => {
+  let stack: Running;
+  beforeAll(async () => {
+    stack = await startStack({ engines: 1 });
+  });
+  afterAll(() => stack.stop());
+
+  it('is a 400 for the router, never an unhandled error, and never reaches an engine', async () => {
+    const { host } = new URL(stack.router.url);
+    const start = `POST /v1/chat/completions HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json`;
+    await cutOff(stack.router.url, `${start}\r\nContent-Length: 500`, '{"model":"sim');
+    await cutOff(stack.router.url, `${start}\r\nTransfer-Encoding: chunked`, '5\r\n{"mod\r\n');
+    await expect.poll(() => rejected400(stack)).toBe(2);
+    expect(stack.logs.filter((l) => l.includes('unhandled error'))).toEqual([]);
+    expect(engineRequests(stack.engines)).toEqual([]);
+    const res = await fetch(`${stack.router.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'sim-model',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 2,
+      }),
+    });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+  });
+});
