@@ -105,11 +105,13 @@ export function createInference(config: RouterConfig, ctx: PipelineContext, admi
       throw err;
     }
     const peer = inbound.peer;
+    const headers = upstreamRequestHeaders(inbound.headerSource(), { peer, url: inbound.url });
+    headers['x-request-id'] = requestId; // what every attempt sends, unless a leg names its own
     return proxyRequest(ctx, {
       route,
       method,
       target: inbound.target,
-      headers: upstreamRequestHeaders(inbound.headerSource(), { peer, url: inbound.url }),
+      headers,
       body: read.body,
       clientSignal: client,
       peer,

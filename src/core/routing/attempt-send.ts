@@ -67,9 +67,14 @@ async function send(run: AttemptRun, worker: RoutedWorker, signal: CallSignal): 
   const { ex, leg } = run;
   const { ctx } = ex;
   const requestId = leg.requestIdFor ? leg.requestIdFor(worker) : ex.call.requestId;
-  const headers: Record<string, string> = { ...leg.headers, 'x-request-id': requestId };
-  if (worker.dpRank !== undefined) headers['x-data-parallel-rank'] = String(worker.dpRank);
-  if (ctx.apiKey !== undefined) headers.authorization = `Bearer ${ctx.apiKey}`;
+  let headers = leg.headers;
+  // The leg's headers as they are when they already carry the id and nothing names the worker or
+  // adds the router's key (the usual request: the intake put the id in); else a copy per attempt.
+  if (headers['x-request-id'] !== requestId || worker.dpRank !== undefined || ctx.apiKey !== undefined) {
+    headers = { ...headers, 'x-request-id': requestId };
+    if (worker.dpRank !== undefined) headers['x-data-parallel-rank'] = String(worker.dpRank);
+    if (ctx.apiKey !== undefined) headers.authorization = `Bearer ${ctx.apiKey}`;
+  }
   const body = leg.bodyFor ? leg.bodyFor(worker) : leg.body;
   const request = { url: worker.url + leg.target, method: ex.call.method, headers, body, signal };
   try {
