@@ -327,6 +327,7 @@ describe('client auth and the admin guard', () => {
           ? undefined
           : new Response('client auth says no', { status: 401 });
       },
+      checkAuthorization: async () => undefined, // the inference routes' check: not used here
       middleware: () => async (_c, next) => next(),
     };
     const guard = createAdminGuard(config, {

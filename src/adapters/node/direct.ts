@@ -2,12 +2,12 @@
  * The JSON inference routes served straight from Node's request and response objects: the same
  * handler as every other way in (core/http/inference.ts), reached without @hono/node-server
  * building a Web `Request`, Hono routing it and the answer going back through a Web `Response`.
- * That path costs about a third of a small request's CPU on Node (docs/benchmarks.md).
+ * Skipping that path saved 7-12 % of a small request's CPU on Node (docs/benchmarks.md, round 4).
  *
  * Taken only for what both ways answer alike: a POST to an exact JSON route, a plain Host header and
  * a request target node-server would keep as it is, and only when the router runs no middleware on
- * those routes (`Router.direct` is unset with CORS origins or client auth). Everything else goes to
- * the app as before.
+ * those routes but client auth, which `Router.direct` applies itself (it is unset with CORS
+ * origins). Everything else goes to the app as before.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';

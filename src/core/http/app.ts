@@ -12,7 +12,7 @@ import { createPipelineContext, type RouterDeps } from '../routing/context.ts';
 import { isAdminPath, registerAdminRoutes } from './admin.ts';
 import { createAdminGuard } from './admin-guard.ts';
 import { Admission } from './admission.ts';
-import { createClientAuth } from './client-auth.ts';
+import { type ClientAuth, createClientAuth } from './client-auth.ts';
 import { optionsResponse, routerCors } from './cors.ts';
 import { isDashboardPath, registerDashboard } from './dashboard.ts';
 import type { InboundHooks } from './inbound.ts';
@@ -47,8 +47,8 @@ export interface RouterApp {
   app: Hono;
   /**
    * The inference handler for a host that serves the JSON inference routes itself (POST, exact
-   * path), without the app: set only when no middleware runs on those routes (no CORS origins, no
-   * client auth), so both ways answer alike.
+   * path), without the app, behind client auth when it is on: unset with CORS origins (whose
+   * middleware adds headers to every answer), so both ways answer alike.
    */
   direct: Inference | undefined;
 }
@@ -118,5 +118,16 @@ export function createRouterApp(config: RouterConfig, deps: RouterDeps, options:
   app.fetch = (request, env, executionCtx) =>
     unsafePathResponse(request, env) ??
     (!corsOn && request.method === 'OPTIONS' ? optionsResponse() : dispatch(request, env, executionCtx));
-  return { app, direct: corsOn || clientAuth ? undefined : inference };
+  return { app, direct: corsOn ? undefined : authenticated(inference, clientAuth) };
+}
+
+/** The inference handler behind client auth, as the middleware puts the Hono routes behind it. */
+function authenticated(inference: Inference, clientAuth: ClientAuth | undefined): Inference {
+  if (!clientAuth) return inference;
+  return {
+    ...inference,
+    serve: async (route, inbound) =>
+      (await clientAuth.checkAuthorization(inbound.header('authorization'))) ??
+      inference.serve(route, inbound),
+  };
 }

@@ -13,7 +13,8 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { RouterConfig } from '../config/schema.ts';
-import { errorResponse, RouterError } from '../contracts/errors.ts';
+import { type Answer, toResponse } from '../contracts/answer.ts';
+import { errorAnswer, RouterError } from '../contracts/errors.ts';
 import type { Counter } from '../observability/metrics.ts';
 import type { RouterDeps } from '../routing/context.ts';
 import { TokenCache, tokenKey } from './token-cache.ts';
@@ -22,6 +23,8 @@ import { type ValidationOutcome, validateToken } from './token-validator.ts';
 export interface ClientAuth {
   /** undefined when the request carries a valid client token, else the 401/503 to answer with. */
   check(c: Context): Promise<Response | undefined>;
+  /** The same check of an `Authorization` header's value (the inference routes served without Hono). */
+  checkAuthorization(header: string | undefined): Promise<Answer | undefined>;
   /** Checks every route but the open ones (`isOpen(path)`), before any handler runs. */
   middleware(isOpen: (path: string) => boolean): MiddlewareHandler;
 }
@@ -52,21 +55,21 @@ function isPreflight(c: Context): boolean {
   return c.req.method === 'OPTIONS' && c.req.header('access-control-request-method') !== undefined;
 }
 
-function unauthorized(message: string, tokenGiven: boolean): Response {
-  return errorResponse(new RouterError('invalid_api_key', message), {
+function unauthorized(message: string, tokenGiven: boolean): Answer {
+  return errorAnswer(new RouterError('invalid_api_key', message), {
     'www-authenticate': tokenGiven ? 'Bearer error="invalid_token"' : 'Bearer',
   });
 }
 
-function unavailable(): Response {
-  return errorResponse(
+function unavailable(): Answer {
+  return errorAnswer(
     new RouterError('auth_unavailable', 'the API key could not be validated right now; try again', {
       retryAfterSecs: AUTH_RETRY_AFTER_SECS,
     }),
   );
 }
 
-function answerFor(result: CheckResult): Response | undefined {
+function answerFor(result: CheckResult): Answer | undefined {
   switch (result) {
     case 'valid':
     case 'cached_valid':
@@ -167,11 +170,16 @@ export function createClientAuth(
 ): ClientAuthInternals | undefined {
   if (config.auth.apiKeyValidationUrls.length === 0) return undefined;
   const checker = new TokenChecker(config.auth, deps);
-  const check = async (c: Context) => answerFor(await checker.check(c.req.header('authorization')));
+  const checkAuthorization = async (header: string | undefined) => answerFor(await checker.check(header));
+  const check = async (c: Context) => {
+    const denied = await checkAuthorization(c.req.header('authorization'));
+    return denied && toResponse(denied);
+  };
   return {
     cache: checker.verdicts,
     waiting: () => checker.waiting,
     check,
+    checkAuthorization,
     middleware: (isOpen) => async (c, next) => {
       if (isOpen(c.req.path) || isPreflight(c)) return next();
       const denied = await check(c);
