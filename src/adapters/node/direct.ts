@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Answer } from '../../core/contracts/answer.ts';
-import { RouterError } from '../../core/contracts/errors.ts';
+import { bodyBrokeOff } from '../../core/http/body.ts';
 import type { Inbound } from '../../core/http/inbound.ts';
 import type { Inference } from '../../core/http/inference.ts';
 import { rawHeader } from '../../core/routing/headers.ts';
@@ -48,8 +48,7 @@ function readAll(req: IncomingMessage): Promise<Uint8Array> {
     });
     req.once('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
     req.once('close', () => {
-      if (!req.complete)
-        reject(new RouterError('invalid_request', 'the request body broke off while it was being sent'));
+      if (!req.complete) reject(bodyBrokeOff());
     });
   });
 }

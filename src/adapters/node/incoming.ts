@@ -21,9 +21,8 @@ export function nodeRequestHeaders(env: unknown): IncomingHttpHeaders | undefine
  * AbortController per request.
  */
 export class ResponseLink implements ClientLink {
-  /** The listeners and their `close` handlers, side by side (usually one: the exchange's). */
-  private readonly listeners: (() => void)[] = [];
-  private readonly handlers: (() => void)[] = [];
+  /** Each listener with its `close` handler (usually one: the exchange's). */
+  private readonly entries: { listener: () => void; onClose: () => void }[] = [];
 
   constructor(private readonly res: ServerResponse) {}
 
@@ -32,13 +31,12 @@ export class ResponseLink implements ClientLink {
   }
 
   addEventListener(_type: 'abort', listener: () => void): void {
-    if (this.listeners.includes(listener)) return;
+    if (this.entries.some((e) => e.listener === listener)) return;
     const onClose = () => {
       this.forget(listener);
       if (!this.res.writableFinished) listener();
     };
-    this.listeners.push(listener);
-    this.handlers.push(onClose);
+    this.entries.push({ listener, onClose });
     this.res.once('close', onClose);
   }
 
@@ -48,11 +46,8 @@ export class ResponseLink implements ClientLink {
   }
 
   private forget(listener: () => void): (() => void) | undefined {
-    const i = this.listeners.indexOf(listener);
-    if (i < 0) return undefined;
-    const [onClose] = this.handlers.splice(i, 1);
-    this.listeners.splice(i, 1);
-    return onClose;
+    const i = this.entries.findIndex((e) => e.listener === listener);
+    return i < 0 ? undefined : this.entries.splice(i, 1)[0]?.onClose;
   }
 }
 

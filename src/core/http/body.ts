@@ -8,6 +8,15 @@ import { concatChunks } from '../upstream/body.ts';
 import { type BodyBudget, budgetExceeded, type Reservation } from './body-budget.ts';
 import type { Inbound } from './inbound.ts';
 
+/** The 400 for a body its client broke off while sending it (nobody may be left to read why). */
+export function bodyBrokeOff(cause?: unknown): RouterError {
+  return new RouterError(
+    'invalid_request',
+    'the request body broke off while it was being sent',
+    cause === undefined ? {} : { cause },
+  );
+}
+
 /** The 413 for a body over --max-payload-size. */
 export function tooLarge(limit: number): RouterError {
   return new RouterError(
@@ -68,10 +77,7 @@ async function readChunks(
     try {
       read = await reader.read();
     } catch (err) {
-      // The client broke off mid-body: its request is invalid (and nobody may be left to read why).
-      throw new RouterError('invalid_request', 'the request body broke off while it was being sent', {
-        cause: err,
-      });
+      throw bodyBrokeOff(err);
     }
     const { done, value } = read;
     if (done) break;

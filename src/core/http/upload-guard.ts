@@ -4,8 +4,8 @@
  * the client's stream broke) the engine request fails too; `fault()` then names the client's error,
  * so the router answers it (413/400) and records nothing against the engine.
  */
-import { RouterError } from '../contracts/errors.ts';
-import { tooLarge } from './body.ts';
+import type { RouterError } from '../contracts/errors.ts';
+import { bodyBrokeOff, tooLarge } from './body.ts';
 import type { Inbound } from './inbound.ts';
 
 export interface GuardedUpload {
@@ -28,9 +28,7 @@ export function guardedUpload(inbound: Inbound, limit: number): GuardedUpload {
         try {
           result = await reader.read();
         } catch (err) {
-          fault = new RouterError('invalid_request', 'the request body broke off while it was being sent', {
-            cause: err,
-          });
+          fault = bodyBrokeOff(err);
           controller.error(fault);
           return;
         }
