@@ -31,16 +31,24 @@ async function rejected400(stack: Running): Promise<number> {
 describe('a request body cut off by its client', () => {
   let stack: Running;
   beforeAll(async () => {
-    stack = await startStack({ engines: 1 });
+    // The default policy (cache_aware), as users run it.
+    stack = await startStack({ engines: 2, config: { policy: { name: 'cache_aware' } } });
   });
   afterAll(() => stack.stop());
 
   it('is a 400 for the router, never an unhandled error, and never reaches an engine', async () => {
     const { host } = new URL(stack.router.url);
     const start = `POST /v1/chat/completions HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json`;
-    await cutOff(stack.router.url, `${start}\r\nContent-Length: 500`, '{"model":"sim');
-    await cutOff(stack.router.url, `${start}\r\nTransfer-Encoding: chunked`, '5\r\n{"mod\r\n');
-    await expect.poll(() => rejected400(stack)).toBe(2);
+    // Bodies that share one long system prompt, cut off before they end, several at once.
+    const system = `{"model":"sim-model","messages":[{"role":"system","content":"${'You are a careful assistant. '.repeat(40)}`;
+    const chunk = (text: string) => `${text.length.toString(16)}\r\n${text}\r\n`;
+    await Promise.all([
+      cutOff(stack.router.url, `${start}\r\nContent-Length: 5000`, system),
+      cutOff(stack.router.url, `${start}\r\nContent-Length: 5000`, `${system}Be brief.`),
+      cutOff(stack.router.url, `${start}\r\nTransfer-Encoding: chunked`, chunk(system)),
+      cutOff(stack.router.url, `${start}\r\nTransfer-Encoding: chunked`, chunk(`${system}Be kind.`)),
+    ]);
+    await expect.poll(() => rejected400(stack)).toBe(4);
     expect(stack.logs.filter((l) => l.includes('unhandled error'))).toEqual([]);
     expect(engineRequests(stack.engines)).toEqual([]);
     const res = await fetch(`${stack.router.url}/v1/chat/completions`, {
