@@ -153,7 +153,7 @@ export async function sendStep(run: AttemptRun, worker: RoutedWorker, lease: num
   if (run.leg.background !== true) ex.worker = worker;
   const tracker = watch.begin(worker.id, run.leg.stream === true);
   try {
-    tracker.onAbandon = () => run.abandonAttempt();
+    tracker.onAbandon = run.abandonCall;
     const res = await send(run, worker, run.attemptSignal);
     const answered: Answered = { worker, lease, res, tracker };
     if (!streamedBody(res.body)) answered.firstByteMs = watch.firstByte(tracker);

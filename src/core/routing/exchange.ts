@@ -44,6 +44,8 @@ export class Exchange {
   onFinish: ((status: number) => void) | undefined;
   private timer: TimerHandle | undefined;
   private done = false;
+  /** Its place in the router's list of requests in flight (in-flight.ts). */
+  slot = -1;
 
   constructor(
     readonly ctx: PipelineContext,

@@ -21,6 +21,7 @@
 import type { RouterConfig } from '../config/schema.ts';
 import { type Clock, type TimerHandle, watchdog } from '../contracts/runtime.ts';
 import { LatencyWindow } from './latency-window.ts';
+import { SlotList } from './slot-list.ts';
 
 export interface StallSettings {
   disabled: boolean;
@@ -59,6 +60,8 @@ export class AttemptTracker {
   onAbandon: (() => void) | undefined;
   abandoned: AbandonReason | undefined;
   firstByteAt: number | undefined;
+  /** Its place in its worker's list of waiting attempts. */
+  slot = -1;
 
   constructor(
     readonly workerId: string,
@@ -78,7 +81,7 @@ interface WorkerProgress {
   silentSince: number;
   /** When an attempt was last moved off this worker to test another one (no verdict yet). */
   canaryAt: number;
-  waiting: Set<AttemptTracker>;
+  waiting: SlotList<AttemptTracker>;
 }
 
 export class StallWatch {
@@ -102,7 +105,7 @@ export class StallWatch {
         lastProgressAt: Number.NEGATIVE_INFINITY,
         silentSince: now,
         canaryAt: Number.NEGATIVE_INFINITY,
-        waiting: new Set(),
+        waiting: new SlotList(),
       };
       this.workers.set(workerId, w);
     }
@@ -163,7 +166,7 @@ export class StallWatch {
       const first = oldest(w.waiting) as AttemptTracker;
       const window = this.windowFor(w);
       if (this.othersProgressed(id, now - window)) {
-        for (const t of [...w.waiting]) this.abandon(t, 'stalled');
+        for (const t of w.waiting.members()) this.abandon(t, 'stalled');
       } else if (w.waiting.size >= 2 && now - w.canaryAt > window) {
         // Nobody else has shown progress: move one attempt elsewhere to find out. Requests pile up
         // on a hung engine; a lone long request is not taken for a hang.
@@ -177,7 +180,7 @@ export class StallWatch {
   private windowFor(w: WorkerProgress): number {
     let stream = false;
     let plain = false;
-    for (const t of w.waiting) {
+    for (const t of w.waiting.members()) {
       if (t.stream) stream = true;
       else plain = true;
       if (stream && plain) break;
@@ -205,7 +208,7 @@ export class StallWatch {
     const { streamFirstByteTimeoutMs: streamLimit, firstByteTimeoutMs: limit } = this.settings;
     if (streamLimit <= 0 && limit <= 0) return;
     for (const w of this.workers.values()) {
-      for (const t of [...w.waiting]) {
+      for (const t of w.waiting.members()) {
         const max = t.stream ? streamLimit : limit;
         if (max > 0 && now - t.startedAt >= max) this.abandon(t, 'first_byte_timeout');
       }
@@ -245,7 +248,6 @@ export class StallWatch {
   }
 }
 
-function oldest(set: Set<AttemptTracker>): AttemptTracker | undefined {
-  for (const t of set) return t; // insertion order: the first is the oldest
-  return undefined;
+function oldest(waiting: SlotList<AttemptTracker>): AttemptTracker | undefined {
+  return waiting.min((t) => t.startedAt);
 }

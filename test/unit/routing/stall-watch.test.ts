@@ -51,6 +51,20 @@ describe('StallWatch', () => {
     expect(second.abandoned).toBeUndefined(); // at most one canary per threshold
   });
 
+  it('the canary is the oldest waiting attempt, even when a newer one took a freed slot', () => {
+    const clock = new FakeClock();
+    const watch = new StallWatch(clock, settings());
+    const quick = watch.begin('a', true);
+    clock.advance(100);
+    const older = watch.begin('a', true);
+    watch.firstByte(quick); // answered: its place is free
+    clock.advance(100);
+    const newer = watch.begin('a', true); // takes that place
+    clock.advance(6000); // silent for longer than the stream threshold; the check runs
+    expect(older.abandoned).toBe('canary');
+    expect(newer.abandoned).toBeUndefined();
+  });
+
   it('progress on a stream keeps its engine clear', () => {
     const clock = new FakeClock();
     const watch = new StallWatch(clock, settings());
