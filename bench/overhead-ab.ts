@@ -7,14 +7,19 @@
  *   npm run bench:ab -- <git revision>   # that revision (built in a temporary worktree) against
  *                                        # the working tree's dist/ (npm run build first)
  *   BURSTS=20 N=1500 C=32 POLICY=cache_aware npm run bench:ab -- HEAD~3
+ *
+ * It also prints each proxy's young-generation collections (V8's --trace-gc-nvp): the mean pause
+ * and how much each one promoted to the old generation. A proxy that promotes much more than the
+ * floor keeps finished requests reachable for a while, and pays for it in pauses (round 5 of
+ * docs/benchmarks.md).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { closedLoop } from './overhead-load.ts';
-import { type Server, spawnServer, startEngine, startFloor } from './overhead-procs.ts';
+import { type Server, spawnServer, startEngine, startFloor, WORK_DIR } from './overhead-procs.ts';
 import { processCpuMs } from './pd-support.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -62,10 +67,22 @@ async function startBuild(name: string, root: string, engines: string[]): Promis
       return undefined;
     }
   };
-  const args = [join(root, 'dist/node/main.js'), '--host', '127.0.0.1', '--port', String(port)];
+  const args = [...GC_FLAGS, join(root, 'dist/node/main.js'), '--host', '127.0.0.1', '--port', String(port)];
   args.push('--prometheus-port', '0', '--policy', POLICY, '--worker-urls', ...engines);
   return spawnServer(name, process.execPath, args, ready, 0);
 }
+
+const GC_FLAGS = ['--trace-gc-nvp'];
+
+/** Young-generation collections in a proxy's log since `from` (its length before the bursts). */
+function scavenges(name: string, from: number): { count: number; pauseMs: number; promotedKB: number } {
+  const log = readFileSync(join(WORK_DIR, `${name}.log`), 'utf8').slice(from);
+  const lines = log.split('\n').filter((l) => l.includes('gc=s '));
+  const field = (line: string, key: string) => Number(new RegExp(` ${key}=([0-9.]+)`).exec(line)?.[1] ?? 0);
+  const mean = (key: string) => lines.reduce((a, l) => a + field(l, key), 0) / Math.max(1, lines.length);
+  return { count: lines.length, pauseMs: mean('pause'), promotedKB: mean('promoted') / 1024 };
+}
+const logLength = (name: string) => readFileSync(join(WORK_DIR, `${name}.log`), 'utf8').length;
 
 const built = buildRevision(base);
 const servers: Server[] = [];
@@ -75,10 +92,11 @@ try {
   console.log(
     `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} bursts of ${N} requests at c${C}, ${POLICY}`,
   );
-  servers.push(await startFloor(ROOT, urls, 0));
+  servers.push(await startFloor(ROOT, urls, 0, GC_FLAGS));
   servers.push(await startBuild(`base ${base}`, built.dir, urls));
   servers.push(await startBuild('working tree', ROOT, urls));
   for (const s of servers) await closedLoop(s.url, body, C, 3000);
+  const logFrom = servers.map((s) => logLength(s.name));
   const cpu = servers.map(() => [] as number[]);
   const rps = servers.map(() => [] as number[]);
   for (let b = 0; b < BURSTS; b++) {
@@ -101,6 +119,17 @@ try {
     const c = mean(cpu[i] as number[]);
     const cells = [c.toFixed(1), (c / floorCpu).toFixed(2), (c / baseCpu).toFixed(2)];
     console.log(`| ${s.name} | ${cells.join(' | ')} | ${median(rps[i] as number[]).toFixed(0)} |`);
+  });
+  console.log(
+    '\n| proxy | young collections per 10k requests | mean pause ms | promoted per collection KB |',
+  );
+  console.log('|---|---:|---:|---:|');
+  servers.forEach((s, i) => {
+    const g = scavenges(s.name, logFrom[i] as number);
+    const per10k = (g.count * 10_000) / (BURSTS * N);
+    console.log(
+      `| ${s.name} | ${per10k.toFixed(1)} | ${g.pauseMs.toFixed(2)} | ${g.promotedKB.toFixed(0)} |`,
+    );
   });
   console.log(`\nload average at the end ${loadavg()[0]?.toFixed(2)}`);
   for (const e of engines) await e.stop();

@@ -105,8 +105,8 @@ export function startDenoRouter(root: string, engines: string[], cpu: number) {
   return spawnServer('deno', deno, args, listeningOn, cpu);
 }
 
-export function startFloor(root: string, engines: string[], cpu: number) {
-  const args = ['--import', 'tsx', join(root, 'bench/floor-proxy.ts'), '0', engines.join(',')];
+export function startFloor(root: string, engines: string[], cpu: number, nodeFlags: string[] = []) {
+  const args = [...nodeFlags, '--import', 'tsx', join(root, 'bench/floor-proxy.ts'), '0', engines.join(',')];
   return spawnServer('floor', process.execPath, args, listeningOn, cpu);
 }
 
