@@ -1,7 +1,7 @@
 /**
  * What a worker's recent answers say about it, besides its breaker: plain data in the worker record
- * (so it lives wherever the fleet lives, a Durable Object included) and one pure transition per
- * settled attempt. Each signal only *softly* keeps new requests off the worker (candidates.ts drops
+ * (so it lives wherever the fleet lives, a Durable Object included) and one transition per
+ * settled attempt (recordSignals). Each signal only *softly* keeps new requests off the worker (candidates.ts drops
  * the rule when it would leave no candidate):
  *  - cooldown: the engine sent `Retry-After` (honoured up to MAX_RETRY_AFTER_MS), or pushed back
  *    (a capacity status, or 503: vLLM's "queue full, try another replica") without one: then
@@ -112,10 +112,16 @@ function cooldown(s: WorkerSignals, outcome: AttemptOutcome, now: number, settin
   return { pushbacks, coolUntil: ms > 0 ? Math.max(s.coolUntil, now + ms) : s.coolUntil };
 }
 
-function latency(s: WorkerSignals, outcome: AttemptOutcome, at: SettledAttempt, settings: SignalSettings) {
+/** The time to first byte this outcome contributes to its class's estimate, if any (a 2xx answer). */
+function latencySample(outcome: AttemptOutcome): number | undefined {
   const sample = outcome.firstByteMs;
   const ok = outcome.kind === 'success' && (outcome.status === undefined || outcome.status < 300);
-  if (sample === undefined || !ok || outcome.stalled || !(sample >= 0)) return s.latency;
+  return sample === undefined || !ok || outcome.stalled || !(sample >= 0) ? undefined : sample;
+}
+
+function latency(s: WorkerSignals, outcome: AttemptOutcome, at: SettledAttempt, settings: SignalSettings) {
+  const sample = latencySample(outcome);
+  if (sample === undefined) return s.latency;
   const prev = s.latency[at.cls];
   // A stale estimate says nothing about now: the new sample replaces it instead of blending in.
   const ms =
@@ -125,7 +131,11 @@ function latency(s: WorkerSignals, outcome: AttemptOutcome, at: SettledAttempt, 
   return { ...s.latency, [at.cls]: { ms, at: at.now } };
 }
 
-/** The signals after one settled attempt (a new object; the input is not changed). */
+/**
+ * The signals after one settled attempt. The usual answer (a success on a worker with nothing
+ * against it) only moves its class's fresh latency estimate, and that estimate is updated in place;
+ * any other change makes a new object and leaves the input as it was.
+ */
 export function recordSignals(
   s: WorkerSignals,
   outcome: AttemptOutcome,
@@ -136,6 +146,14 @@ export function recordSignals(
   if (outcome.kind === 'success' && s.pushbacks === 0 && s.quarantineUntil === 0) {
     // The common case, kept cheap: only the latency estimate can change.
     if (outcome.retryAfterMs === undefined && !outcome.stalled) {
+      const sample = latencySample(outcome);
+      const prev = s.latency[at.cls];
+      if (sample === undefined) return s;
+      if (prev !== undefined && isFresh(prev, at.now, settings)) {
+        prev.ms += LATENCY_EWMA_WEIGHT * (sample - prev.ms);
+        prev.at = at.now;
+        return s;
+      }
       const next = latency(s, outcome, at, settings);
       return next === s.latency ? s : { ...s, latency: next };
     }

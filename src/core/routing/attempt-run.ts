@@ -124,9 +124,11 @@ export class AttemptRun {
   get routeInput(): RouteInput {
     if (this.input === undefined) {
       const { leg } = this;
-      const input: RouteInput = { ...leg.input };
+      const same = leg.role === undefined && (leg.stream === undefined || leg.stream === leg.input.stream);
+      // The usual leg routes on its input as it is (nobody changes a routing input); else a copy.
+      const input: RouteInput = same ? leg.input : { ...leg.input };
       if (leg.role !== undefined) input.role = leg.role;
-      if (leg.stream !== undefined) input.stream = leg.stream;
+      if (leg.stream !== undefined && !same) input.stream = leg.stream;
       this.input = input;
     }
     return this.input;

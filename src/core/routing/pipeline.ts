@@ -49,9 +49,8 @@ export function rejectRequest(
 function runPlan(ex: Exchange, call: ProxyCall): Promise<LegResult> {
   const { pd } = ex.ctx;
   if (pd && call.json) return runPd(ex, call, pd, call.json);
-  const { stream: _stream, ...input } = call.info;
   const leg: Leg = {
-    input,
+    input: call.info, // its `stream` is the leg's own
     target: call.target,
     headers: call.headers,
     body: call.body,

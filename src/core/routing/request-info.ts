@@ -32,17 +32,25 @@ export function parseJsonBody(body: Uint8Array): unknown {
 /** Arrays and objects may nest this deep in a request body (the body object itself is level 1). */
 export const MAX_JSON_DEPTH = 128;
 
-/** True when `value` nests arrays or objects deeper than `max` levels (an explicit stack, no recursion). */
+/**
+ * True when `value` nests arrays or objects deeper than `max` levels. Recursive, but never deeper
+ * than `max` + 1 calls: the walk stops at the first value past the limit.
+ */
 export function nestsDeeperThan(value: unknown, max: number): boolean {
-  const stack: { v: object; depth: number }[] = [];
-  if (typeof value === 'object' && value !== null) stack.push({ v: value, depth: 1 });
-  while (stack.length > 0) {
-    const { v, depth } = stack.pop() as { v: object; depth: number };
-    if (depth > max) return true;
-    const items = Array.isArray(v) ? v : Object.values(v);
-    for (const item of items) {
-      if (typeof item === 'object' && item !== null) stack.push({ v: item, depth: depth + 1 });
-    }
+  return typeof value === 'object' && value !== null && deeper(value, 1, max);
+}
+
+function deeper(v: object, depth: number, max: number): boolean {
+  if (depth > max) return true;
+  if (Array.isArray(v)) {
+    for (const item of v)
+      if (typeof item === 'object' && item !== null && deeper(item, depth + 1, max)) return true;
+    return false;
+  }
+  const o = v as Record<string, unknown>;
+  for (const key in o) {
+    const item = o[key];
+    if (typeof item === 'object' && item !== null && deeper(item, depth + 1, max)) return true;
   }
   return false;
 }
