@@ -18,9 +18,9 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { interleavedBursts, mean, median } from './overhead-interleave.ts';
 import { closedLoop } from './overhead-load.ts';
 import { type Server, spawnServer, startEngine, startFloor, WORK_DIR } from './overhead-procs.ts';
-import { processCpuMs } from './pd-support.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BURSTS = Number(process.env.BURSTS ?? 20);
@@ -95,22 +95,9 @@ try {
   servers.push(await startFloor(ROOT, urls, 0, GC_FLAGS));
   servers.push(await startBuild(`base ${base}`, built.dir, urls));
   servers.push(await startBuild('working tree', ROOT, urls));
-  for (const s of servers) await closedLoop(s.url, body, C, 3000);
+  for (const s of servers) await closedLoop(s.url, body, C, 3000); // warm-up, before the GC count starts
   const logFrom = servers.map((s) => logLength(s.name));
-  const cpu = servers.map(() => [] as number[]);
-  const rps = servers.map(() => [] as number[]);
-  for (let b = 0; b < BURSTS; b++) {
-    const order = b % 2 === 0 ? [0, 1, 2] : [2, 1, 0];
-    for (const i of order) {
-      const s = servers[i] as Server;
-      const before = processCpuMs(s.pid);
-      const t = await closedLoop(s.url, body, C, N);
-      cpu[i]?.push(((processCpuMs(s.pid) - before) * 1000) / N);
-      rps[i]?.push(t.rps);
-    }
-  }
-  const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
-  const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)] as number;
+  const { cpu, rps } = await interleavedBursts(servers, body, { bursts: BURSTS, n: N, c: C, warmup: 0 });
   const floorCpu = mean(cpu[0] as number[]);
   const baseCpu = mean(cpu[1] as number[]);
   console.log('\n| proxy | CPU µs/request (mean) | ÷ floor | ÷ base | req/s (median) |');

@@ -10,12 +10,15 @@
  * c32); streaming time to the first body chunk at c1 and c32 (engines: first token after 5 ms, then
  * one every 2 ms, 16 tokens). The router runs from dist/node/main.js with its defaults (info log
  * line per request) plus --policy; repeats interleave the targets.
+ * Then the CPU table that the noise of a shared VM cannot skew as much: every target running at
+ * once, BURSTS closed-loop bursts of BURST_REQUESTS requests at c32 sent to each in turn
+ * (overhead-interleave.ts), each burst's CPU per request divided by the floor's in the same burst.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { interleavedBursts, mean, median, treeCpuMs } from './overhead-interleave.ts';
 import { closedLoop, streamTtft, type Throughput, wrk } from './overhead-load.ts';
 import {
   hasCommand,
@@ -29,13 +32,14 @@ import {
   WORK_DIR,
 } from './overhead-procs.ts';
 import { printTable, type Run } from './overhead-report.ts';
-import { processCpuMs } from './pd-support.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const REPEATS = Number(process.env.REPEATS ?? 3);
 const DURATION = Number(process.env.DURATION ?? 5);
 const CPU_REQUESTS = Number(process.env.CPU_REQUESTS ?? 4000);
 const STREAM_SECONDS = Number(process.env.STREAM_SECONDS ?? 2);
+const BURSTS = Number(process.env.BURSTS ?? 12);
+const BURST_REQUESTS = Number(process.env.BURST_REQUESTS ?? 1500);
 const WRK = hasCommand('wrk');
 const NGINX = hasCommand('nginx');
 const TARGETS = (process.env.TARGETS ?? 'floor,cache_aware,round_robin,nginx,deno')
@@ -50,21 +54,6 @@ const chat = (stream: boolean) =>
     max_tokens: 16,
     messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
   });
-
-/** CPU time of a process and its direct children (nginx's worker), in ms. */
-function treeCpuMs(pid: number): number {
-  let children: number[] = [];
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
-      .trim()
-      .split(/\s+/)
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    // no children file: count the process alone
-  }
-  return [pid, ...children].reduce((sum, p) => sum + processCpuMs(p), 0);
-}
 
 async function configure(engines: Server[], config: Record<string, number>): Promise<void> {
   for (const e of engines) {
@@ -106,6 +95,50 @@ async function measure(target: string, engines: Server[]): Promise<Run> {
   }
 }
 
+/** Every target at once, CPU per request from interleaved bursts, ratios to the floor per burst. */
+async function interleavedTable(engines: Server[]): Promise<void> {
+  await configure(engines, { 'ttft-ms': 0, 'itl-ms': 0 });
+  const servers: Server[] = [];
+  try {
+    for (const t of TARGETS)
+      servers.push(
+        await startTarget(
+          t,
+          engines.map((e) => e.url),
+        ),
+      );
+    const { cpu, rps } = await interleavedBursts(servers, chat(false), {
+      bursts: BURSTS,
+      n: BURST_REQUESTS,
+      c: 32,
+    });
+    const floor = TARGETS.indexOf('floor');
+    console.log(
+      `\nCPU per request, all targets running at once, ${BURSTS} interleaved bursts of ${BURST_REQUESTS} ` +
+        'requests at c32 (÷ floor: of the means; range: the per-burst ratios, min–max):\n',
+    );
+    console.log('| target | CPU µs/request (mean) | CPU ÷ floor | per-burst range | req/s (median) |');
+    console.log('|---|---:|---:|---:|---:|');
+    const floorCpu = floor < 0 ? [] : (cpu[floor] as number[]);
+    TARGETS.forEach((t, i) => {
+      const mine = cpu[i] as number[];
+      const ratios = mine.map((v, b) => v / (floorCpu[b] as number));
+      const cells =
+        floor < 0
+          ? ['–', '–']
+          : [
+              (mean(mine) / mean(floorCpu)).toFixed(2),
+              `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`,
+            ];
+      console.log(
+        `| ${t} | ${mean(mine).toFixed(1)} | ${cells.join(' | ')} | ${median(rps[i] as number[]).toFixed(0)} |`,
+      );
+    });
+  } finally {
+    for (const s of servers) await s.stop();
+  }
+}
+
 async function main(): Promise<void> {
   if (process.env.SKIP_BUILD !== '1') execFileSync(process.execPath, [join(ROOT, 'scripts/build.mjs')]);
   // This process (the streaming client) and whatever it starts without a CPU of its own (wrk) run on CPU 1.
@@ -137,10 +170,11 @@ async function main(): Promise<void> {
       }
       runs.push(round);
     }
+    printTable(runs, TARGETS);
+    await interleavedTable(engines);
   } finally {
     await Promise.all(engines.map((e) => e.stop()));
   }
-  printTable(runs, TARGETS);
   console.log(
     `\nload average at the end ${loadavg()
       .map((l) => l.toFixed(2))

@@ -142,10 +142,11 @@ export class AttemptRun {
   }
 
   /**
-   * `abandonAttempt` as a value, for the stall watch to call. Made once per leg here, not as a closure
-   * in the async send step: a closure there keeps that step's whole suspended state reachable from
-   * the tracker, and under load V8 then promoted about 2 MB of finished requests to the old
-   * generation at every young collection (docs/benchmarks.md, round 5).
+   * `abandonAttempt` as a value, for the stall watch to call. Made once per leg here, not as a
+   * closure inside the async send step: with that closure (which holds the step's whole context)
+   * on the tracker, V8 promoted about 1.8 MB of finished requests to the old generation at every
+   * young collection under load; made here, or in any synchronous function, 0.1 MB
+   * (docs/benchmarks.md, round 5).
    */
   readonly abandonCall = (): void => this.abandonAttempt();
 

@@ -1,0 +1,59 @@
+/**
+ * CPU per request measured with interleaved bursts: every proxy runs at once (all on CPU 0 when
+ * pinned), closed-loop bursts of `n` requests at concurrency `c` go to each in turn, the order
+ * reversed every other burst, and each proxy's CPU time (utime + stime from /proc, its children
+ * included) is taken per burst. A change in the machine's speed during the run then falls on all
+ * proxies alike, which one proxy measured after another cannot promise on a noisy VM. Used by
+ * `npm run bench` (its CPU table) and `npm run bench:ab`.
+ */
+import { readFileSync } from 'node:fs';
+import { closedLoop } from './overhead-load.ts';
+import type { Server } from './overhead-procs.ts';
+import { processCpuMs } from './pd-support.ts';
+
+/** CPU time of a process and its direct children (nginx's worker), in ms. */
+export function treeCpuMs(pid: number): number {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    // no children file: count the process alone
+  }
+  return [pid, ...children].reduce((sum, p) => sum + processCpuMs(p), 0);
+}
+
+export interface Bursts {
+  /** Per proxy (in the order given), CPU µs per request of each burst. */
+  cpu: number[][];
+  /** Per proxy, requests/s of each burst. */
+  rps: number[][];
+}
+
+export async function interleavedBursts(
+  servers: Server[],
+  body: string,
+  options: { bursts: number; n: number; c: number; warmup?: number },
+): Promise<Bursts> {
+  const { bursts, n, c } = options;
+  for (const s of servers) await closedLoop(s.url, body, c, options.warmup ?? 3000);
+  const cpu = servers.map(() => [] as number[]);
+  const rps = servers.map(() => [] as number[]);
+  const forward = servers.map((_, i) => i);
+  for (let b = 0; b < bursts; b++) {
+    for (const i of b % 2 === 0 ? forward : [...forward].reverse()) {
+      const s = servers[i] as Server;
+      const before = treeCpuMs(s.pid);
+      const t = await closedLoop(s.url, body, c, n);
+      cpu[i]?.push(((treeCpuMs(s.pid) - before) * 1000) / n);
+      rps[i]?.push(t.rps);
+    }
+  }
+  return { cpu, rps };
+}
+
+export const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / Math.max(1, a.length);
+export const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)] as number;
