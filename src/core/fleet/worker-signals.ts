@@ -1,8 +1,8 @@
 /**
  * What a worker's recent answers say about it, besides its breaker: plain data in the worker record
- * (so it lives wherever the fleet lives, a Durable Object included) and one transition per
- * settled attempt (recordSignals). Each signal only *softly* keeps new requests off the worker (candidates.ts drops
- * the rule when it would leave no candidate):
+ * (so it lives wherever the fleet lives, a Durable Object included) and one transition per settled
+ * attempt (recordSignals). Each signal only *softly* keeps new requests off the worker
+ * (candidates.ts drops the rule when it would leave no candidate):
  *  - cooldown: the engine sent `Retry-After` (honoured up to MAX_RETRY_AFTER_MS), or pushed back
  *    (a capacity status, or 503: vLLM's "queue full, try another replica") without one: then
  *    --pushback-cooldown-ms, doubled per consecutive pushback up to --pushback-cooldown-max-ms.
