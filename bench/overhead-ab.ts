@@ -7,6 +7,7 @@
  *   npm run bench:ab -- <git revision>   # that revision (built in a temporary worktree) against
  *                                        # the working tree's dist/ (npm run build first)
  *   BURSTS=20 N=1500 C=32 POLICY=cache_aware npm run bench:ab -- HEAD~3
+ *   STREAM=1 npm run bench:ab -- HEAD~3  # streamed answers (SSE, 16 tokens from zero-latency engines)
  *
  * It also prints each proxy's young-generation collections (V8's --trace-gc-nvp): the mean pause
  * and how much each one promoted to the old generation. A proxy that promotes much more than the
@@ -33,9 +34,10 @@ if (!base) {
   process.exit(2);
 }
 
+const STREAM = process.env.STREAM === '1';
 const body = JSON.stringify({
   model: 'sim-model',
-  stream: false,
+  stream: STREAM,
   max_tokens: 16,
   messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
 });
@@ -90,7 +92,7 @@ try {
   const engines = [await startEngine(ROOT, 'e1', 1), await startEngine(ROOT, 'e2', 1)];
   const urls = engines.map((e) => e.url);
   console.log(
-    `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} bursts of ${N} requests at c${C}, ${POLICY}`,
+    `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} bursts of ${N} ${STREAM ? 'streamed' : 'non-streaming'} requests at c${C}, ${POLICY}`,
   );
   servers.push(await startFloor(ROOT, urls, 0, GC_FLAGS));
   servers.push(await startBuild(`base ${base}`, built.dir, urls));

@@ -105,9 +105,15 @@ export function startDenoRouter(root: string, engines: string[], cpu: number) {
   return spawnServer('deno', deno, args, listeningOn, cpu);
 }
 
-export function startFloor(root: string, engines: string[], cpu: number, nodeFlags: string[] = []) {
+export function startFloor(
+  root: string,
+  engines: string[],
+  cpu: number,
+  nodeFlags: string[] = [],
+  name = 'floor',
+) {
   const args = [...nodeFlags, '--import', 'tsx', join(root, 'bench/floor-proxy.ts'), '0', engines.join(',')];
-  return spawnServer('floor', process.execPath, args, listeningOn, cpu);
+  return spawnServer(name, process.execPath, args, listeningOn, cpu);
 }
 
 async function freePort(): Promise<number> {

@@ -13,6 +13,7 @@ export interface Run {
 
 const LABELS: Record<string, string> = {
   floor: 'floor (minimal undici proxy)',
+  floor_one_engine: 'floor, one engine only',
   cache_aware: 'router, cache_aware (default)',
   round_robin: 'router, round_robin',
   nginx: 'nginx (1 worker)',

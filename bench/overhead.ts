@@ -3,6 +3,7 @@
  * (when installed), in front of the same two simulated engines, measured one after another.
  *   npm run bench      # REPEATS=3 DURATION=5 CPU_REQUESTS=4000 STREAM_SECONDS=2 SKIP_BUILD=1
  *                      # TARGETS=floor,cache_aware,round_robin,nginx,deno KEEP_LOGS=1 (servers' output)
+ *                      # (floor_one_engine: the floor in front of one engine, opt-in)
  * The proxy under test has CPU 0 to itself; the engines, the load (wrk -t1 when installed, else a
  * closed-loop client) and this process share CPU 1 (taskset; no pinning without it or with one CPU).
  * Per target and repeat: non-streaming c32 requests/s and p50/p99 (zero-latency engines); the
@@ -65,6 +66,9 @@ async function configure(engines: Server[], config: Record<string, number>): Pro
 
 function startTarget(target: string, engineUrls: string[]): Promise<Server> {
   if (target === 'floor') return startFloor(ROOT, engineUrls, 0);
+  // The floor in front of the first engine only: what one engine serving every request costs, as
+  // `cache_aware` does with the benchmark's identical prompts (opt-in: TARGETS=...,floor_one_engine).
+  if (target === 'floor_one_engine') return startFloor(ROOT, engineUrls.slice(0, 1), 0, [], target);
   if (target === 'nginx') return startNginx(engineUrls, 0);
   if (target === 'deno') return startDenoRouter(ROOT, engineUrls, 0);
   return startRouter(ROOT, target, engineUrls, ['--policy', target], 0);

@@ -12,6 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Answer } from '../../core/contracts/answer.ts';
+import type { ChunkReader } from '../../core/contracts/upstream.ts';
 import { bodyBrokeOff } from '../../core/http/body.ts';
 import type { Inbound } from '../../core/http/inbound.ts';
 import type { Inference } from '../../core/http/inference.ts';
@@ -70,7 +71,7 @@ export function nodeInbound(req: IncomingMessage, res: ServerResponse): Inbound 
 }
 
 /** Relays a streamed answer chunk by chunk, with backpressure; a client that leaves cancels it. */
-function pump(reader: ReadableStreamDefaultReader<Uint8Array>, res: ServerResponse): void {
+function pump(reader: ChunkReader, res: ServerResponse): void {
   const cancel = () => {
     reader.cancel().catch(() => {});
   };

@@ -26,6 +26,9 @@ const PROMPT_KEYS = [encoder.encode('prompt_tokens'), encoder.encode('input_toke
 const COMPLETION_KEYS = [encoder.encode('completion_tokens'), encoder.encode('output_tokens')];
 
 const QUOTE = 0x22;
+/** `g`, and where it stands in `"usage"`. */
+const G = 0x67;
+const G_AT = 4;
 const BACKSLASH = 0x5c;
 const COLON = 0x3a;
 
@@ -94,8 +97,12 @@ function readUsageObject(b: Uint8Array, start: number): TokenUsage | undefined {
 /** The token counts of the last `usage` object within the last USAGE_WINDOW bytes of `bytes`. */
 export function usageIn(bytes: Uint8Array): TokenUsage | undefined {
   const stop = Math.max(0, bytes.length - USAGE_WINDOW);
-  for (let i = bytes.length - USAGE_KEY.length; i >= stop; i--) {
-    if (bytes[i] !== QUOTE || !matchesAt(bytes, i, USAGE_KEY)) continue;
+  // Only where a `g` stands can `"usage"` end three bytes later, and `g` is rare in JSON text:
+  // jump between them with the native search instead of testing every byte (a 4 KB SSE tail
+  // without usage cost about 7 µs byte by byte).
+  for (let g = bytes.lastIndexOf(G, bytes.length - 3); g - G_AT >= stop; g = bytes.lastIndexOf(G, g - 1)) {
+    const i = g - G_AT;
+    if (!matchesAt(bytes, i, USAGE_KEY)) continue;
     if (i > 0 && bytes[i - 1] === BACKSLASH) continue; // `\"usage\"` inside a string
     const colon = skipSpace(bytes, i + USAGE_KEY.length);
     if (bytes[colon] !== COLON) continue; // the string "usage" as a value, not the key

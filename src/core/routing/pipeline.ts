@@ -18,7 +18,7 @@ import type { PipelineContext, ProxyCall } from './context.ts';
 import { Exchange } from './exchange.ts';
 import { clientResponseHeaders, isEventStream } from './headers.ts';
 import { runPd } from './pd-flow.ts';
-import { relayStream } from './stream-relay.ts';
+import { relaySource } from './stream-relay.ts';
 
 export type { PipelineContext, ProxyCall } from './context.ts';
 
@@ -113,13 +113,13 @@ function relayAnswer(
   src: ChunkSource | Prefetched,
   sse: boolean,
   usage: boolean,
-): ReadableStream<Uint8Array> {
+): ChunkSource {
   const { ctx, call } = ex;
   const idleMs = call.info.stream ? ctx.idleTimeoutMs.stream : ctx.idleTimeoutMs.plain;
   const tail = usage ? new ChunkTail() : undefined;
   // Inter-token latency of a stream: its series looked up once, one observation per chunk.
   const gaps = call.info.stream ? ctx.instruments.itl.labels(ex.modelLabel(), worker.id) : undefined;
-  return relayStream(src, {
+  return relaySource(src, {
     sse,
     clock: ctx.deps.clock,
     onFirstChunk: (at) => {

@@ -7,6 +7,8 @@
  * one clock reading per chunk (shared by the idle guard and the inter-chunk gaps); the body's last
  * chunks can be kept by reference for the usage scan at its end (usage.ts).
  */
+
+import { webStreamOf } from '../contracts/answer.ts';
 import { type Clock, type TimerHandle, watchdog } from '../contracts/runtime.ts';
 import type { ChunkReader, ChunkSource } from '../contracts/upstream.ts';
 import type { ChunkTail } from '../observability/usage.ts';
@@ -92,13 +94,28 @@ class IdleGuard {
   }
 }
 
+/** The relay as a Web stream (hosts that build a `Response`, tests). */
 export function relayStream(
   src: ChunkSource | PrefetchedSource,
   options: RelayOptions,
 ): ReadableStream<Uint8Array> {
+  return webStreamOf(relaySource(src, options));
+}
+
+const DONE: ReadableStreamReadResult<Uint8Array> = { done: true, value: undefined };
+
+/**
+ * The relay as a chunk source: each `read` takes the engine's next chunk and passes it on as it
+ * is. Node writes it to the client straight from here; no Web stream sits in between.
+ */
+export function relaySource(src: ChunkSource | PrefetchedSource, options: RelayOptions): ChunkSource {
   const reader = 'reader' in src ? src.reader : src.getReader();
   let pending: ReadableStreamReadResult<Uint8Array> | undefined = 'first' in src ? src.first : undefined;
   let finished = false;
+  /** Nothing more to read: the end, the SSE error event sent, or cancelled. */
+  let closed = false;
+  /** A failed plain body: every later read fails with it too. */
+  let broken: { error: unknown } | undefined;
   let first = true;
   let lastByte = 0x0a;
   const idle =
@@ -113,6 +130,7 @@ export function relayStream(
   const onAbort = () => {
     if (finished || reading || !deadline?.passed()) return;
     finish('cancel', deadline.signal.reason);
+    closed = true;
     reader.cancel(deadline.signal.reason).catch(() => {});
   };
   const finish = (end: RelayEnd, error?: unknown) => {
@@ -123,15 +141,15 @@ export function relayStream(
     options.onDone(end, error);
   };
   deadline?.signal.addEventListener('abort', onAbort, { once: true });
-  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, error: unknown) => {
+  const fail = (error: unknown): ReadableStreamReadResult<Uint8Array> => {
     finish('error', error);
-    if (options.sse) {
-      const message = options.describeError?.(error) ?? 'upstream stream ended unexpectedly';
-      controller.enqueue(sseErrorEvent(message, lastByte !== 0x0a, options.errorType?.(error)));
-      controller.close();
-    } else {
-      controller.error(error);
+    if (!options.sse) {
+      broken = { error };
+      throw error;
     }
+    closed = true;
+    const message = options.describeError?.(error) ?? 'upstream stream ended unexpectedly';
+    return { done: false, value: sseErrorEvent(message, lastByte !== 0x0a, options.errorType?.(error)) };
   };
   /** A chunk's bookkeeping: one clock reading for the idle guard, the first chunk and the gaps. */
   const arrived = (chunk: Uint8Array) => {
@@ -146,37 +164,43 @@ export function relayStream(
     tail?.push(chunk);
     lastByte = chunk[chunk.byteLength - 1] as number;
   };
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        let result: ReadableStreamReadResult<Uint8Array>;
-        reading = true;
-        try {
-          result = pending ?? (await reader.read());
-          pending = undefined;
-        } catch (error) {
-          if (!finished) fail(controller, error); // else: cancelled by the client meanwhile
-          return;
-        } finally {
-          reading = false;
-        }
-        if (finished) return controller.close();
-        if (idle?.expired) return fail(controller, new StreamIdleError(`no data for ${options.idle?.ms} ms`));
-        if (result.done) {
-          finish('end');
-          controller.close();
-          return;
-        }
-        const chunk = result.value;
-        if (chunk.byteLength === 0) return;
-        arrived(chunk);
-        controller.enqueue(chunk);
-      },
-      cancel(reason) {
-        finish('cancel', reason);
-        return reader.cancel(reason).catch(() => {});
-      },
-    },
-    { highWaterMark: 0 },
-  );
+  const read = async (): Promise<ReadableStreamReadResult<Uint8Array>> => {
+    for (;;) {
+      if (broken) throw broken.error;
+      if (closed) return DONE;
+      let result: ReadableStreamReadResult<Uint8Array>;
+      reading = true;
+      try {
+        result = pending ?? (await reader.read());
+        pending = undefined;
+      } catch (error) {
+        if (!finished) return fail(error);
+        closed = true; // cancelled by the client meanwhile
+        return DONE;
+      } finally {
+        reading = false;
+      }
+      if (finished) {
+        closed = true;
+        return DONE;
+      }
+      if (idle?.expired) return fail(new StreamIdleError(`no data for ${options.idle?.ms} ms`));
+      if (result.done) {
+        finish('end');
+        closed = true;
+        return DONE;
+      }
+      const chunk = result.value;
+      if (chunk.byteLength === 0) continue;
+      arrived(chunk);
+      return { done: false, value: chunk };
+    }
+  };
+  const cancel = (reason?: unknown): Promise<void> => {
+    finish('cancel', reason);
+    closed = true;
+    return reader.cancel(reason).catch(() => {});
+  };
+  const relayReader = { read, cancel };
+  return { getReader: () => relayReader, cancel };
 }

@@ -54,6 +54,19 @@ describe('usageIn', () => {
     expect(usageIn(bytes(far))).toBeUndefined();
   });
 
+  it('a usage key starting exactly USAGE_WINDOW bytes from the end is found, one byte further is not', () => {
+    const tail = (pad: number) => {
+      const head = '{"usage":{"prompt_tokens":3,"completion_tokens":4},"x":"';
+      const rest = `${'g'.repeat(pad)}"}`; // g: the byte the scan jumps between
+      return bytes(head + rest);
+    };
+    const head = '{"usage":{"prompt_tokens":3,"completion_tokens":4},"x":"'.length;
+    const inside = USAGE_WINDOW - head - 2 + 1; // the key's quote at exactly length - USAGE_WINDOW
+    expect(tail(inside).length - USAGE_WINDOW).toBe(1);
+    expect(usageIn(tail(inside))).toEqual({ prompt: 3, completion: 4 });
+    expect(usageIn(tail(inside + 1))).toBeUndefined();
+  });
+
   it('takes the last usage of a stream (continuous usage stats: the cumulative total)', () => {
     const sse = [1, 2, 3]
       .map(
