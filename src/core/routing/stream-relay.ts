@@ -109,98 +109,140 @@ const DONE: ReadableStreamReadResult<Uint8Array> = { done: true, value: undefine
  * is. Node writes it to the client straight from here; no Web stream sits in between.
  */
 export function relaySource(src: ChunkSource | PrefetchedSource, options: RelayOptions): ChunkSource {
-  const reader = 'reader' in src ? src.reader : src.getReader();
-  let pending: ReadableStreamReadResult<Uint8Array> | undefined = 'first' in src ? src.first : undefined;
-  let finished = false;
+  return new Relay(src, options);
+}
+
+class Relay implements ChunkSource, ChunkReader {
+  private readonly reader: ChunkReader;
+  private pending: ReadableStreamReadResult<Uint8Array> | undefined;
+  private finished = false;
   /** Nothing more to read: the end, the SSE error event sent, or cancelled. */
-  let closed = false;
+  private closed = false;
   /** A failed plain body: every later read fails with it too. */
-  let broken: { error: unknown } | undefined;
-  let first = true;
-  let lastByte = 0x0a;
-  const idle =
-    options.idle && options.idle.ms > 0
-      ? new IdleGuard(options.idle, () => void reader.cancel(new StreamIdleError('idle')).catch(() => {}))
-      : undefined;
-  let reading = false;
-  const clock = options.clock ?? options.idle?.clock;
-  const { onGap, tail } = options;
-  let lastChunkAt = 0;
-  const deadline = options.deadline;
-  const onAbort = () => {
-    if (finished || reading || !deadline?.passed()) return;
-    finish('cancel', deadline.signal.reason);
-    closed = true;
-    reader.cancel(deadline.signal.reason).catch(() => {});
+  private broken: { error: unknown } | undefined;
+  private first = true;
+  private lastByte = 0x0a;
+  private lastChunkAt = 0;
+  private reading = false;
+  private readonly idle: IdleGuard | undefined;
+  private readonly clock: Clock | undefined;
+
+  constructor(
+    src: ChunkSource | PrefetchedSource,
+    private readonly options: RelayOptions,
+  ) {
+    const reader = 'reader' in src ? src.reader : src.getReader();
+    this.reader = reader;
+    this.pending = 'first' in src ? src.first : undefined;
+    this.idle =
+      options.idle && options.idle.ms > 0
+        ? new IdleGuard(options.idle, () => void reader.cancel(new StreamIdleError('idle')).catch(() => {}))
+        : undefined;
+    this.clock = options.clock ?? options.idle?.clock;
+    options.deadline?.signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  getReader(): ChunkReader {
+    return this;
+  }
+
+  async read(): Promise<ReadableStreamReadResult<Uint8Array>> {
+    for (;;) {
+      if (this.broken) throw this.broken.error;
+      if (this.closed) return DONE;
+      const result = await this.take();
+      if ('failed' in result) {
+        if (!this.finished) return this.fail(result.failed);
+        this.closed = true; // cancelled by the client meanwhile
+        return DONE;
+      }
+      const out = this.pass(result);
+      if (out !== undefined) return out;
+    }
+  }
+
+  cancel(reason?: unknown): Promise<void> {
+    this.finish('cancel', reason);
+    this.closed = true;
+    return this.reader.cancel(reason).catch(() => {});
+  }
+
+  /** The deadline passed while nobody was reading: the client stopped reading. */
+  private readonly onAbort = () => {
+    const deadline = this.options.deadline;
+    if (this.finished || this.reading || !deadline?.passed()) return;
+    this.finish('cancel', deadline.signal.reason);
+    this.closed = true;
+    this.reader.cancel(deadline.signal.reason).catch(() => {});
   };
-  const finish = (end: RelayEnd, error?: unknown) => {
-    if (finished) return;
-    finished = true;
-    idle?.stop();
-    deadline?.signal.removeEventListener('abort', onAbort);
-    options.onDone(end, error);
-  };
-  deadline?.signal.addEventListener('abort', onAbort, { once: true });
-  const fail = (error: unknown): ReadableStreamReadResult<Uint8Array> => {
-    finish('error', error);
+
+  private finish(end: RelayEnd, error?: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.idle?.stop();
+    this.options.deadline?.signal.removeEventListener('abort', this.onAbort);
+    this.options.onDone(end, error);
+  }
+
+  /** The engine's next result, or what its read failed with. */
+  private async take(): Promise<ReadableStreamReadResult<Uint8Array> | { failed: unknown }> {
+    this.reading = true;
+    try {
+      const result = this.pending ?? (await this.reader.read());
+      this.pending = undefined;
+      return result;
+    } catch (error) {
+      return { failed: error };
+    } finally {
+      this.reading = false;
+    }
+  }
+
+  /** What one engine result gives the client: a chunk, the end, or nothing (an empty chunk). */
+  private pass(
+    result: ReadableStreamReadResult<Uint8Array>,
+  ): ReadableStreamReadResult<Uint8Array> | undefined {
+    if (this.finished) {
+      this.closed = true;
+      return DONE;
+    }
+    if (this.idle?.expired) return this.fail(new StreamIdleError(`no data for ${this.options.idle?.ms} ms`));
+    if (result.done) {
+      this.finish('end');
+      this.closed = true;
+      return DONE;
+    }
+    const chunk = result.value;
+    if (chunk.byteLength === 0) return undefined;
+    this.arrived(chunk);
+    return { done: false, value: chunk };
+  }
+
+  /** SSE gets a final error event and then ends; any other body fails, now and at every later read. */
+  private fail(error: unknown): ReadableStreamReadResult<Uint8Array> {
+    this.finish('error', error);
+    const { options } = this;
     if (!options.sse) {
-      broken = { error };
+      this.broken = { error };
       throw error;
     }
-    closed = true;
+    this.closed = true;
     const message = options.describeError?.(error) ?? 'upstream stream ended unexpectedly';
-    return { done: false, value: sseErrorEvent(message, lastByte !== 0x0a, options.errorType?.(error)) };
-  };
+    return { done: false, value: sseErrorEvent(message, this.lastByte !== 0x0a, options.errorType?.(error)) };
+  }
+
   /** A chunk's bookkeeping: one clock reading for the idle guard, the first chunk and the gaps. */
-  const arrived = (chunk: Uint8Array) => {
-    const now = clock === undefined ? 0 : clock.monotonic();
-    if (idle) idle.lastChunkAt = now;
-    if (first) {
-      first = false;
+  private arrived(chunk: Uint8Array): void {
+    const { options } = this;
+    const now = this.clock === undefined ? 0 : this.clock.monotonic();
+    if (this.idle) this.idle.lastChunkAt = now;
+    if (this.first) {
+      this.first = false;
       options.onFirstChunk?.(now);
-    } else onGap?.(now - lastChunkAt);
-    lastChunkAt = now;
+    } else options.onGap?.(now - this.lastChunkAt);
+    this.lastChunkAt = now;
     options.onChunk?.();
-    tail?.push(chunk);
-    lastByte = chunk[chunk.byteLength - 1] as number;
-  };
-  const read = async (): Promise<ReadableStreamReadResult<Uint8Array>> => {
-    for (;;) {
-      if (broken) throw broken.error;
-      if (closed) return DONE;
-      let result: ReadableStreamReadResult<Uint8Array>;
-      reading = true;
-      try {
-        result = pending ?? (await reader.read());
-        pending = undefined;
-      } catch (error) {
-        if (!finished) return fail(error);
-        closed = true; // cancelled by the client meanwhile
-        return DONE;
-      } finally {
-        reading = false;
-      }
-      if (finished) {
-        closed = true;
-        return DONE;
-      }
-      if (idle?.expired) return fail(new StreamIdleError(`no data for ${options.idle?.ms} ms`));
-      if (result.done) {
-        finish('end');
-        closed = true;
-        return DONE;
-      }
-      const chunk = result.value;
-      if (chunk.byteLength === 0) continue;
-      arrived(chunk);
-      return { done: false, value: chunk };
-    }
-  };
-  const cancel = (reason?: unknown): Promise<void> => {
-    finish('cancel', reason);
-    closed = true;
-    return reader.cancel(reason).catch(() => {});
-  };
-  const relayReader = { read, cancel };
-  return { getReader: () => relayReader, cancel };
+    options.tail?.push(chunk);
+    this.lastByte = chunk[chunk.byteLength - 1] as number;
+  }
 }
