@@ -3,6 +3,7 @@
  * records a 400 for it, logs no unhandled error, sends nothing to an engine and keeps serving.
  */
 import { connect } from 'node:net';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { engineRequests, type Running, startStack } from '../support/harness.ts';
 
@@ -51,16 +52,10 @@ describe('a request body cut off by its client', () => {
     await expect.poll(() => rejected400(stack)).toBe(4);
     expect(stack.logs.filter((l) => l.includes('unhandled error'))).toEqual([]);
     expect(engineRequests(stack.engines)).toEqual([]);
-    const res = await fetch(`${stack.router.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'sim-model',
-        messages: [{ role: 'user', content: 'hi' }],
-        max_tokens: 2,
-      }),
-    });
-    expect(res.status).toBe(200);
-    await res.arrayBuffer();
+    const client = new OpenAI({ baseURL: `${stack.router.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    const { response } = await client.chat.completions
+      .create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })
+      .withResponse();
+    expect(response.status).toBe(200);
   });
 });

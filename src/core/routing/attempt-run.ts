@@ -124,12 +124,15 @@ export class AttemptRun {
   get routeInput(): RouteInput {
     if (this.input === undefined) {
       const { leg } = this;
-      const same = leg.role === undefined && (leg.stream === undefined || leg.stream === leg.input.stream);
+      const { role, stream } = leg;
       // The usual leg routes on its input as it is (nobody changes a routing input); else a copy.
-      const input: RouteInput = same ? leg.input : { ...leg.input };
-      if (leg.role !== undefined) input.role = leg.role;
-      if (leg.stream !== undefined && !same) input.stream = leg.stream;
-      this.input = input;
+      if (role === undefined && (stream === undefined || stream === leg.input.stream)) this.input = leg.input;
+      else {
+        const input: RouteInput = { ...leg.input };
+        if (role !== undefined) input.role = role;
+        if (stream !== undefined) input.stream = stream;
+        this.input = input;
+      }
     }
     return this.input;
   }
