@@ -20,6 +20,7 @@ import type { MetricsRegistry } from '../../core/observability/metrics.ts';
 import type { Router } from '../../core/router.ts';
 import { type P2pRegistryOptions, p2pRegistryFor } from '../p2p/registry.ts';
 import { openHostRouter } from '../redis/replica-router.ts';
+import { createUndiciUpstream } from '../undici/upstream.ts';
 import { nodeClientLink, nodePeerAddress, nodeRequestHeaders } from './incoming.ts';
 import {
   type KubernetesDiscovery,
@@ -37,7 +38,6 @@ import {
 } from './listen.ts';
 import { batchedStdoutSink } from './log-sink.ts';
 import { registerNodeRuntimeMetrics } from './runtime-metrics.ts';
-import { createUndiciUpstream } from './upstream.ts';
 
 export interface NodeRouterOptions {
   upstream?: Upstream;

@@ -1,6 +1,6 @@
 /**
- * The Web `fetch` as upstream transport: the default on Deno and Workers, and a comparison point on
- * Node (where undici `request` is several times faster). As on Node, a small answer that announced
+ * The Web `fetch` as upstream transport: the one on Workers, and a comparison point on Node and
+ * Deno (where undici's dispatch API costs less CPU per request). As on Node, a small answer that announced
  * its length and is not an event stream is read whole before it is handed over: one chunk, no relay
  * stream to the client; a body that breaks after its status is an UpstreamBodyError.
  */

@@ -7,8 +7,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ChunkQueue } from '../../../src/adapters/node/chunk-source.ts';
-import { createUndiciUpstream } from '../../../src/adapters/node/upstream.ts';
+import { ChunkQueue } from '../../../src/adapters/undici/chunk-source.ts';
+import { createUndiciUpstream } from '../../../src/adapters/undici/upstream.ts';
 import type { ChunkSource } from '../../../src/core/contracts/upstream.ts';
 
 const decoder = new TextDecoder();
