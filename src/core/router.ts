@@ -130,7 +130,7 @@ export function createRouter(config: RouterConfig, host: RouterHost): Router<Fle
   const local = localFleet(config, host);
   // Node and Deno cut requests at shutdown. (Only they build `app` from this router: on Workers a
   // request's I/O cannot be aborted from another request, and isolates do not shut down.)
-  return assemble(config, local.host, local.fleet, local.logger, new InFlight());
+  return assemble(config, local.host, local.fleet, local.logger, new InFlight(local.host.clock));
 }
 
 /**
@@ -155,7 +155,9 @@ export function createReplicaRouter(
     sessionTtlMs: config.sll.sessionExpirationSecs * 1000,
   });
   const fleet = shared;
-  const router = assemble(config, local.host, fleet, local.logger, new InFlight(), () => link.status());
+  const router = assemble(config, local.host, fleet, local.logger, new InFlight(local.host.clock), () =>
+    link.status(),
+  );
   const start = router.start;
   return Object.assign(router, {
     start: async (sleep: (ms: number) => Promise<void>, signal?: AbortSignal) => {

@@ -1,5 +1,5 @@
 /**
- * One client request's life in the router: its deadline timer, the abort wiring from the client
+ * One client request's life in the router: its deadline, the abort wiring from the client
  * and the deadline to the engine, the attempt count, and `finish`, which runs exactly once (lease
  * settled, metrics and the log line recorded) whether the response ends, errors or is abandoned.
  * The request metrics carry the bounded model label (model-labels.ts), resolved once per request;
@@ -19,6 +19,8 @@ export const SHUTDOWN = 'router shutting down';
 
 export class Exchange {
   readonly started: number;
+  /** When the request times out (the clock's monotonic ms). */
+  readonly deadline: number;
   /**
    * Why the request stopped (client gone, deadline, shutdown), once it did. Each leg's attempts
    * follow it through `onStop` (AttemptRun); an AbortSignal is made only for code that asks for
@@ -56,8 +58,17 @@ export class Exchange {
     const { clientSignal } = call;
     if (clientSignal.aborted) this.stop(CLIENT_GONE);
     else clientSignal.addEventListener('abort', this.onClientAbort);
-    this.timer = ctx.deps.clock.setTimeout(() => this.stop(TIMED_OUT), ctx.timeoutMs);
-    ctx.deps.inFlight?.add(this);
+    this.deadline = this.started + ctx.timeoutMs;
+    // The router's list of requests in flight expires deadlines with one timer for all; without
+    // one (a Worker's isolate) the request keeps its own.
+    const { inFlight } = ctx.deps;
+    if (inFlight) inFlight.add(this);
+    else this.timer = ctx.deps.clock.setTimeout(() => this.stop(TIMED_OUT), ctx.timeoutMs);
+  }
+
+  /** The deadline passed (InFlight's timer). */
+  expire(): void {
+    this.stop(TIMED_OUT);
   }
 
   private readonly onClientAbort = () => this.stop(CLIENT_GONE);

@@ -14,6 +14,7 @@ import {
   type PipelineContext,
   type ProxyCall,
 } from '../../../src/core/routing/context.ts';
+import type { InFlight } from '../../../src/core/routing/in-flight.ts';
 import { FakeClock, seededRandom } from '../../support/fake-clock.ts';
 
 export interface ScriptedFleet {
@@ -63,6 +64,8 @@ export function testContext(options: {
   upstream: Upstream;
   clock?: FakeClock;
   config?: Record<string, unknown>;
+  /** The router's list of requests in flight (Node and Deno have one; a Worker's isolate none). */
+  inFlight?: InFlight;
 }): { ctx: PipelineContext; clock: FakeClock; metrics: MetricsRegistry } {
   const config = parseRouterConfig(options.config ?? {});
   const clock = options.clock ?? new FakeClock();
@@ -75,6 +78,7 @@ export function testContext(options: {
     fleet: options.fleet,
     logger: createLogger({ level: 'error', json: false, sink: () => {}, now: () => clock.now() }),
     metrics,
+    ...(options.inFlight ? { inFlight: options.inFlight } : {}),
   };
   const ctx: PipelineContext = {
     ...createPipelineContext(config, deps),
