@@ -27,6 +27,7 @@ import type { Router } from '../../core/router.ts';
 import { type P2pRegistry, p2pRegistryFor } from '../p2p/registry.ts';
 import { type HostRouter, openHostRouter } from '../redis/replica-router.ts';
 import { createUndiciUpstream, type UndiciUpstream } from '../undici/upstream.ts';
+import { directHandler } from './direct.ts';
 import { registerDenoRuntimeMetrics } from './runtime-metrics.ts';
 
 export interface DenoRouter {
@@ -85,7 +86,8 @@ function bindAll(config: RouterConfig, router: Router<FleetApi>): Deno.HttpServe
   const { host, port } = config.server;
   const servers: Deno.HttpServer<Deno.NetAddr>[] = [];
   try {
-    servers.push(bind({ portFlag: '--port', hostFlag: '--host', host, port }, router.app.fetch));
+    const main = directHandler(router.direct, router.app.fetch);
+    servers.push(bind({ portFlag: '--port', hostFlag: '--host', host, port }, main));
     const metrics = { portFlag: '--prometheus-port', hostFlag: '--prometheus-host', ...config.metrics };
     servers.push(bind(metrics, () => metricsResponse(router.metrics)));
     if (config.health.port !== undefined) {

@@ -1,7 +1,8 @@
 /**
  * A client request as the inference handlers read it, whatever delivered it: Hono's context (every
- * runtime) or the host's own request object (Node serves the inference routes without building a
- * Web `Request`, src/adapters/node/direct.ts). The handlers read headers by lower-case name, the
+ * runtime), the runtime's Web `Request` without Hono in front (Deno's JSON inference routes,
+ * src/adapters/deno/direct.ts) or the host's own request object (Node serves them without building
+ * a Web `Request`, src/adapters/node/direct.ts). The handlers read headers by lower-case name, the
  * body once (whole, or as a stream), and watch the client's connection through `client`.
  */
 import type { Context } from 'hono';
@@ -65,4 +66,32 @@ export function honoInbound(c: Context, hooks: InboundHooks): Inbound {
     bytes: async () => new Uint8Array(await c.req.arrayBuffer()),
     stream: () => c.req.raw.body,
   };
+}
+
+/**
+ * A Web `Request` as the handlers read it, for a host that serves the JSON inference routes
+ * without Hono in front (Deno): what `honoInbound` reads through the context, read from the
+ * request itself.
+ */
+export function requestInbound(req: Request, peer: string | undefined): Inbound {
+  return {
+    method: req.method,
+    url: req.url,
+    target: targetOf(req.url),
+    header: (name) => req.headers.get(name) ?? undefined,
+    headerSource: () => req.headers,
+    peer,
+    client: () => req.signal,
+    bytes: async () => new Uint8Array(await req.arrayBuffer()),
+    stream: () => req.body,
+  };
+}
+
+/** The JSON inference route a POST to `url` names exactly (path without its query), if any. */
+export function jsonRouteOf(routes: ReadonlySet<string>, method: string, url: string): string | undefined {
+  if (method !== 'POST') return undefined;
+  const target = targetOf(url);
+  const query = target.indexOf('?');
+  const path = query < 0 ? target : target.slice(0, query);
+  return routes.has(path) ? path : undefined;
 }
