@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ChunkTail } from '../../src/core/observability/usage.ts';
-import { type RelayEnd, relayStream } from '../../src/core/routing/stream-relay.ts';
+import { type RelayEnd, relaySource, relayStream } from '../../src/core/routing/stream-relay.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 
 const enc = new TextEncoder();
@@ -131,5 +131,52 @@ describe('relayStream', () => {
     expect(gaps).toEqual([25, 40, 0]);
     expect(reads).toBe(4); // one per chunk, shared with the idle guard
     expect(tail.usage()).toEqual({ prompt: 3, completion: 2 });
+  });
+});
+
+describe('relaySource at the request deadline', () => {
+  /** A request's stop hooks, as the exchange keeps them, and whether it stopped by its deadline. */
+  function stoppable() {
+    const hooks: ((reason: string) => void)[] = [];
+    let passed = false;
+    return {
+      deadline: { onStop: (hook: (reason: string) => void) => void hooks.push(hook), passed: () => passed },
+      stop(reason: string, byDeadline: boolean) {
+        passed = byDeadline;
+        for (const hook of hooks) hook(reason);
+      },
+    };
+  }
+
+  it('the deadline passing while nobody reads ends the relay as cancelled and cancels the engine body', async () => {
+    const ends: RelayEnd[] = [];
+    const src = source(['data: 1\n\n', 'data: 2\n\n']);
+    const req = stoppable();
+    const reader = relaySource(src.stream, {
+      sse: true,
+      deadline: req.deadline,
+      onDone: (e) => ends.push(e),
+    }).getReader();
+    expect(dec.decode((await reader.read()).value)).toBe('data: 1\n\n');
+    req.stop('request timeout', true);
+    expect(ends).toEqual(['cancel']);
+    await Promise.resolve();
+    expect(src.cancelled()).toBe('request timeout');
+    expect((await reader.read()).done).toBe(true);
+  });
+
+  it('a stop that is not the deadline leaves the relay to the client and the engine', async () => {
+    const ends: RelayEnd[] = [];
+    const src = source(['data: 1\n\n']);
+    const req = stoppable();
+    const out = relaySource(src.stream, { sse: true, deadline: req.deadline, onDone: (e) => ends.push(e) });
+    req.stop('client disconnected', false);
+    expect(ends).toEqual([]);
+    const reader = out.getReader();
+    expect(dec.decode((await reader.read()).value)).toBe('data: 1\n\n');
+    expect((await reader.read()).done).toBe(true);
+    expect(ends).toEqual(['end']);
+    req.stop('request timeout', true);
+    expect(ends).toEqual(['end']);
   });
 });

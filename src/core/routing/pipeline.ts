@@ -128,7 +128,7 @@ function relayAnswer(
     ...(gaps ? { onGap: (ms: number) => gaps.observe(ms / 1000) } : {}),
     ...(tail ? { tail } : {}),
     onChunk: () => ctx.stalls.progress(worker.id),
-    deadline: { signal: ex.signal, passed: () => ex.timedOut || ex.shutDown },
+    deadline: { onStop: (hook) => ex.onStop(hook), passed: () => ex.timedOut || ex.shutDown },
     ...(idleMs > 0 ? { idle: { ms: idleMs, clock: ctx.deps.clock } } : {}),
     onDone: (end, error) => {
       if (end === 'end') {

@@ -40,7 +40,7 @@ export interface RelayOptions {
    * the relay ends as cancelled (some hosts, such as a local workerd, never report a client that
    * left mid-stream any other way). With a read pending, the aborted engine body fails that read.
    */
-  deadline?: { signal: AbortSignal; passed(): boolean };
+  deadline?: { onStop(hook: (reason: string) => void): void; passed(): boolean };
 }
 
 /** A source whose first read was already taken. */
@@ -139,7 +139,9 @@ class Relay implements ChunkSource, ChunkReader {
         ? new IdleGuard(options.idle, () => void reader.cancel(new StreamIdleError('idle')).catch(() => {}))
         : undefined;
     this.clock = options.clock ?? options.idle?.clock;
-    options.deadline?.signal.addEventListener('abort', this.onAbort, { once: true });
+    // The exchange's stop hook, not its AbortSignal: an AbortController and a listener on it cost a
+    // streamed request about 5 % of its CPU on Node (docs/benchmarks.md, round 6).
+    options.deadline?.onStop(this.onStop);
   }
 
   getReader(): ChunkReader {
@@ -167,20 +169,18 @@ class Relay implements ChunkSource, ChunkReader {
     return this.reader.cancel(reason).catch(() => {});
   }
 
-  /** The deadline passed while nobody was reading: the client stopped reading. */
-  private readonly onAbort = () => {
-    const deadline = this.options.deadline;
-    if (this.finished || this.reading || !deadline?.passed()) return;
-    this.finish('cancel', deadline.signal.reason);
+  /** The request stopped; if by its deadline while nobody was reading, the client stopped reading. */
+  private readonly onStop = (reason: string) => {
+    if (this.finished || this.reading || !this.options.deadline?.passed()) return;
+    this.finish('cancel', reason);
     this.closed = true;
-    this.reader.cancel(deadline.signal.reason).catch(() => {});
+    this.reader.cancel(reason).catch(() => {});
   };
 
   private finish(end: RelayEnd, error?: unknown): void {
     if (this.finished) return;
     this.finished = true;
     this.idle?.stop();
-    this.options.deadline?.signal.removeEventListener('abort', this.onAbort);
     this.options.onDone(end, error);
   }
 
