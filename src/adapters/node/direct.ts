@@ -107,8 +107,10 @@ export function writeAnswer(req: IncomingMessage, res: ServerResponse, answer: A
     body.cancel().catch(() => {}); // the client left before the answer was ready
     return;
   }
+  // No flushHeaders: the pipeline answers a stream once its first chunk is in (attempt-send.ts), so
+  // the head goes out with that chunk in one write. Flushing it alone cost a syscall per streamed
+  // request, about a tenth of its CPU (docs/benchmarks.md, round 6).
   res.writeHead(status, headers);
-  res.flushHeaders();
   pump(body.getReader(), res);
 }
 

@@ -5,7 +5,7 @@
  * paths and methods, an unusual Host or target) still reaches the app.
  */
 import { request } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeServer, type NodeServer } from '../../../src/adapters/node/listen.ts';
 import type { Answer } from '../../../src/core/contracts/answer.ts';
@@ -61,6 +61,27 @@ async function listen(inference: Inference): Promise<{ url: string; appCalls: st
   await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}`, appCalls };
+}
+
+/** What the server's connections hand the kernel, one entry per write (a writev's chunks joined). */
+function socketWrites(): string[] {
+  const writes: string[] = [];
+  const text = (chunk: unknown, encoding: BufferEncoding) =>
+    (typeof chunk === 'string' ? Buffer.from(chunk, encoding) : (chunk as Buffer)).toString('latin1');
+  server?.on('connection', (socket: Socket) => {
+    const write = socket._write.bind(socket);
+    const writev = socket._writev?.bind(socket);
+    socket._write = (chunk, encoding, done) => {
+      writes.push(text(chunk, encoding));
+      write(chunk, encoding, done);
+    };
+    if (writev)
+      socket._writev = (chunks, done) => {
+        writes.push(chunks.map((c) => text(c.chunk, c.encoding)).join(''));
+        writev(chunks, done);
+      };
+  });
+  return writes;
 }
 
 interface Reply {
@@ -124,7 +145,7 @@ describe('Node direct inference routes', () => {
     expect(appCalls).toHaveLength(5);
   });
 
-  it('relays a streamed answer chunk by chunk, flushing the headers first', async () => {
+  it('relays a streamed answer chunk by chunk, its headers in the same socket write as the first chunk', async () => {
     let pulls = 0;
     const { inference } = fakeInference(() => ({
       status: 200,
@@ -138,10 +159,13 @@ describe('Node direct inference routes', () => {
       }),
     }));
     const { url } = await listen(inference);
+    const writes = socketWrites();
     const reply = await send(url, '/v1/completions', { body: '{}' });
     expect(reply.status).toBe(200);
     expect(reply.body).toBe('data: 1\n\ndata: 2\n\ndata: 3\n\n');
     expect(reply.headers['content-length']).toBeUndefined();
+    // One write (one syscall) for the head and the first chunk, not one for each.
+    expect(writes[0]).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\n[0-9a-f]+\r\ndata: 1\n\n/);
   });
 
   it('cancels a streamed answer when the client leaves', async () => {
