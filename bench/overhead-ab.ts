@@ -8,6 +8,7 @@
  *                                        # the working tree's dist/ (npm run build first)
  *   BURSTS=20 N=1500 C=32 POLICY=cache_aware npm run bench:ab -- HEAD~3
  *   STREAM=1 npm run bench:ab -- HEAD~3  # streamed answers (SSE, 16 tokens from zero-latency engines)
+ *   RUNTIME=deno npm run bench:ab -- HEAD~3  # the two trees' routers on Deno (the floor stays Node's)
  *
  * It also prints each proxy's young-generation collections (V8's --trace-gc-nvp): the mean pause
  * and how much each one promoted to the old generation. A proxy that promotes much more than the
@@ -35,6 +36,7 @@ if (!base) {
 }
 
 const STREAM = process.env.STREAM === '1';
+const RUNTIME = process.env.RUNTIME ?? 'node';
 const body = JSON.stringify({
   model: 'sim-model',
   stream: STREAM,
@@ -69,9 +71,23 @@ async function startBuild(name: string, root: string, engines: string[]): Promis
       return undefined;
     }
   };
-  const args = [...GC_FLAGS, join(root, 'dist/node/main.js'), '--host', '127.0.0.1', '--port', String(port)];
-  args.push('--prometheus-port', '0', '--policy', POLICY, '--worker-urls', ...engines);
-  return spawnServer(name, process.execPath, args, ready, 0);
+  const flags = ['--host', '127.0.0.1', '--port', String(port), '--prometheus-port', '0', '--policy', POLICY];
+  flags.push('--worker-urls', ...engines);
+  if (RUNTIME === 'deno') {
+    const deno = join(ROOT, 'node_modules/deno/deno');
+    const permissions = ['--allow-net', '--allow-env', '--allow-read'];
+    const main = join(root, 'src/adapters/deno/main.ts');
+    process.env.DENO_DIR ??= join(ROOT, '.deno');
+    const args = ['run', `--v8-flags=${GC_FLAGS.join(',')}`, ...permissions, main, ...flags];
+    return spawnServer(name, deno, args, ready, 0);
+  }
+  return spawnServer(
+    name,
+    process.execPath,
+    [...GC_FLAGS, join(root, 'dist/node/main.js'), ...flags],
+    ready,
+    0,
+  );
 }
 
 const GC_FLAGS = ['--trace-gc-nvp'];
@@ -92,7 +108,7 @@ try {
   const engines = [await startEngine(ROOT, 'e1', 1), await startEngine(ROOT, 'e2', 1)];
   const urls = engines.map((e) => e.url);
   console.log(
-    `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} bursts of ${N} ${STREAM ? 'streamed' : 'non-streaming'} requests at c${C}, ${POLICY}`,
+    `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} bursts of ${N} ${STREAM ? 'streamed' : 'non-streaming'} requests at c${C}, ${POLICY}, routers on ${RUNTIME}`,
   );
   servers.push(await startFloor(ROOT, urls, 0, GC_FLAGS));
   servers.push(await startBuild(`base ${base}`, built.dir, urls));

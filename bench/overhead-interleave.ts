@@ -7,7 +7,7 @@
  * `npm run bench` (its CPU table) and `npm run bench:ab`.
  */
 import { readFileSync } from 'node:fs';
-import { closedLoop } from './overhead-load.ts';
+import { closedLoop, streamTtft } from './overhead-load.ts';
 import type { Server } from './overhead-procs.ts';
 import { processCpuMs } from './pd-support.ts';
 
@@ -57,3 +57,25 @@ export async function interleavedBursts(
 
 export const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / Math.max(1, a.length);
 export const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)] as number;
+
+/**
+ * Time to the first body chunk measured the same way: streaming rounds of `seconds` at concurrency
+ * `c` go to each proxy in turn (the order reversed every other round); per proxy, the p50 of each
+ * round.
+ */
+export async function interleavedTtft(
+  servers: Server[],
+  body: string,
+  options: { rounds: number; c: number; seconds: number },
+): Promise<number[][]> {
+  const p50s = servers.map(() => [] as number[]);
+  const forward = servers.map((_, i) => i);
+  for (const s of servers) await streamTtft(s.url, body, options.c, options.seconds); // warm-up
+  for (let r = 0; r < options.rounds; r++) {
+    for (const i of r % 2 === 0 ? forward : [...forward].reverse()) {
+      const t = await streamTtft((servers[i] as Server).url, body, options.c, options.seconds);
+      p50s[i]?.push(t.p50Ms);
+    }
+  }
+  return p50s;
+}

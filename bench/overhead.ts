@@ -3,6 +3,7 @@
  * (when installed), in front of the same two simulated engines, measured one after another.
  *   npm run bench      # REPEATS=3 DURATION=5 CPU_REQUESTS=4000 STREAM_SECONDS=2 SKIP_BUILD=1
  *                      # TARGETS=floor,cache_aware,round_robin,nginx,deno KEEP_LOGS=1 (servers' output)
+ *                      # BURSTS=12 BURST_REQUESTS=1500 TTFT_ROUNDS=8 TTFT_ROUND_SECONDS=1
  *                      # (floor_one_engine: the floor in front of one engine, opt-in)
  * The proxy under test has CPU 0 to itself; the engines, the load (wrk -t1 when installed, else a
  * closed-loop client) and this process share CPU 1 (taskset; no pinning without it or with one CPU).
@@ -13,13 +14,15 @@
  * line per request) plus --policy; repeats interleave the targets.
  * Then the CPU table that the noise of a shared VM cannot skew as much: every target running at
  * once, BURSTS closed-loop bursts of BURST_REQUESTS requests at c32 sent to each in turn
- * (overhead-interleave.ts), each burst's CPU per request divided by the floor's in the same burst.
+ * (overhead-interleave.ts), each burst's CPU per request divided by the floor's in the same burst;
+ * and the time to first token measured the same way: streaming rounds at c1 and at c32 sent to each
+ * target in turn, each round's p50 compared with the floor's of the same round.
  */
 import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { interleavedBursts, mean, median, treeCpuMs } from './overhead-interleave.ts';
+import { interleavedBursts, interleavedTtft, mean, median, treeCpuMs } from './overhead-interleave.ts';
 import { closedLoop, streamTtft, type Throughput, wrk } from './overhead-load.ts';
 import {
   hasCommand,
@@ -41,6 +44,8 @@ const CPU_REQUESTS = Number(process.env.CPU_REQUESTS ?? 4000);
 const STREAM_SECONDS = Number(process.env.STREAM_SECONDS ?? 2);
 const BURSTS = Number(process.env.BURSTS ?? 12);
 const BURST_REQUESTS = Number(process.env.BURST_REQUESTS ?? 1500);
+const TTFT_ROUNDS = Number(process.env.TTFT_ROUNDS ?? 8);
+const TTFT_ROUND_SECONDS = Number(process.env.TTFT_ROUND_SECONDS ?? 1);
 const WRK = hasCommand('wrk');
 const NGINX = hasCommand('nginx');
 const TARGETS = (process.env.TARGETS ?? 'floor,cache_aware,round_robin,nginx,deno')
@@ -138,9 +143,39 @@ async function interleavedTable(engines: Server[]): Promise<void> {
         `| ${t} | ${mean(mine).toFixed(1)} | ${cells.join(' | ')} | ${median(rps[i] as number[]).toFixed(0)} |`,
       );
     });
+    await interleavedTtftTable(servers, engines);
   } finally {
     for (const s of servers) await s.stop();
   }
+}
+
+/** Median of the per-round differences to the floor, with their range. */
+function addedCell(mine: number[], floor: number[]): string {
+  const added = mine.map((v, r) => v - (floor[r] as number));
+  return `${median(added).toFixed(2)} (${Math.min(...added).toFixed(2)}–${Math.max(...added).toFixed(2)})`;
+}
+
+/** Time to first token with every target running at once, in interleaved streaming rounds. */
+async function interleavedTtftTable(servers: Server[], engines: Server[]): Promise<void> {
+  await configure(engines, { 'ttft-ms': 5, 'itl-ms': 2 });
+  const options = { rounds: TTFT_ROUNDS, seconds: TTFT_ROUND_SECONDS };
+  const c1 = await interleavedTtft(servers, chat(true), { ...options, c: 1 });
+  const c32 = await interleavedTtft(servers, chat(true), { ...options, c: 32 });
+  const floor = TARGETS.indexOf('floor');
+  console.log(
+    `\nTime to the first body chunk, all targets running at once, ${TTFT_ROUNDS} interleaved rounds of ` +
+      `${TTFT_ROUND_SECONDS} s per target and concurrency (p50 ms: median of the rounds' p50s; added: ` +
+      "median of the per-round differences to the floor's, min–max):\n",
+  );
+  console.log('| target | TTFT c1 p50 ms | added vs floor | TTFT c32 p50 ms | added vs floor |');
+  console.log('|---|---:|---:|---:|---:|');
+  TARGETS.forEach((t, i) => {
+    const cells = [c1, c32].flatMap((p) => {
+      const mine = p[i] as number[];
+      return [median(mine).toFixed(2), floor < 0 ? '–' : addedCell(mine, p[floor] as number[])];
+    });
+    console.log(`| ${t} | ${cells.join(' | ')} |`);
+  });
 }
 
 async function main(): Promise<void> {
