@@ -34,14 +34,16 @@ export function startDemoEngines(): Promise<DemoEngines> {
 
 /** The command's server: the registration socket and the listeners bound, the workers probed behind them. */
 export async function serveDeno(config: RouterConfig, logSink: LogSink): Promise<ServingRouter> {
-  const router = await openDenoRouter(config, { logSink });
+  // As on Node: undici by default, VLLM_EDGE_ROUTER_TRANSPORT=fetch for Deno's own fetch (to compare).
+  const transport = Deno.env.get('VLLM_EDGE_ROUTER_TRANSPORT') === 'fetch' ? 'fetch' : 'undici';
+  const router = await openDenoRouter(config, { logSink, transport });
   return {
     url: router.url,
     metricsUrl: router.metricsUrl,
     logger: router.logger,
     listening: {
       runtime: `deno ${Deno.version.deno}`,
-      transport: 'fetch',
+      transport,
       // Deno.serve has no keep-alive setting: Deno closes idle connections on its own schedule.
       keep_alive_timeout_secs: 'not applicable on Deno',
       ...(router.healthUrl === undefined ? {} : { health: router.healthUrl }),

@@ -17,17 +17,19 @@
  * a missing one is the startup error (exit 2) that names them.
  */
 import { type ListenProblem, type ListenTarget, listenError } from '../../core/cli.ts';
-import { ConfigError } from '../../core/config/errors.ts';
 import type { RouterConfig } from '../../core/config/schema.ts';
 import { errorResponse, RouterError } from '../../core/contracts/errors.ts';
 import type { FleetApi } from '../../core/contracts/fleet-api.ts';
+import type { Upstream } from '../../core/contracts/upstream.ts';
 import { metricsResponse } from '../../core/http/routes.ts';
 import type { Logger, LogSink } from '../../core/observability/logger.ts';
 import type { Router } from '../../core/router.ts';
+import { fetchUpstream } from '../../core/upstream/fetch-upstream.ts';
 import { type P2pRegistry, p2pRegistryFor } from '../p2p/registry.ts';
 import { type HostRouter, openHostRouter } from '../redis/replica-router.ts';
-import { createUndiciUpstream, type UndiciUpstream } from '../undici/upstream.ts';
+import { createUndiciUpstream } from '../undici/upstream.ts';
 import { directHandler } from './direct.ts';
+import { bindP2p } from './p2p-permissions.ts';
 import { registerDenoRuntimeMetrics } from './runtime-metrics.ts';
 
 export interface DenoRouter {
@@ -50,6 +52,8 @@ export interface DenoRouter {
 
 /** After the cut, how long streams get to send their shutdown event. */
 const CUT_FLUSH_MS = 1000;
+
+type ClosableUpstream = Upstream & { close(): Promise<void> };
 const PROBES = new Set(['/health', '/liveness', '/readiness']);
 
 export function urlOf(host: string, port: number): string {
@@ -144,69 +148,22 @@ function runStartup(router: Router<FleetApi>, stopping: AbortSignal): Promise<bo
   return ready;
 }
 
-const DISCOVERY_FLAG = '--vllm-discovery-address';
-
 /**
  * The registration socket is read every 100 ms rather than on the addon's wake-up, which Deno's
  * libuv shim can miss (a registration would then wait forever); engines refresh every 3 s.
  */
 const ZMQ_POLL_MS = 100;
 
-/** What the zeromq addon needs under Deno (its loader reads /etc/alpine-release to pick a C library build). */
-const P2P_PERMISSIONS = '--allow-ffi=node_modules/zeromq --allow-read=.,/etc/alpine-release';
-
-function p2pPermissionError(address: string, missing: string, cause?: unknown): ConfigError {
-  return new ConfigError(
-    `${DISCOVERY_FLAG} ${address}: the zeromq native addon needs Deno permissions (missing: ${missing}); ` +
-      `run with ${P2P_PERMISSIONS}`,
-    { flag: DISCOVERY_FLAG, ...(cause === undefined ? {} : { cause }) },
-  );
-}
-
-/** The permissions the zeromq addon lacks, checked before loading it (its loader would print a stack). */
-function missingP2pPermissions(): string[] {
-  let addon: URL;
-  try {
-    addon = new URL('..', import.meta.resolve('zeromq'));
-  } catch {
-    return []; // not installed: loading it reports that
-  }
-  const granted = (d: Deno.PermissionDescriptor) => Deno.permissions.querySync(d).state === 'granted';
-  const missing: string[] = [];
-  if (!granted({ name: 'ffi', path: addon })) missing.push('ffi access to node_modules/zeromq');
-  if (!granted({ name: 'read', path: addon })) missing.push('read access to node_modules/zeromq');
-  if (Deno.build.os === 'linux' && !granted({ name: 'read', path: '/etc/alpine-release' })) {
-    missing.push('read access to /etc/alpine-release');
-  }
-  return missing;
-}
-
-/** A Deno permission refusal, thrown or reported in a message (the addon loader wraps its errors). */
-function isPermissionRefusal(err: unknown): boolean {
-  for (let e = err; e instanceof Error; e = e.cause) {
-    if (e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied) return true;
-    if (/\b(NotCapable|PermissionDenied)\b/.test(e.message)) return true;
-  }
-  return false;
-}
-
-/** Binds the registration socket, or throws the startup error naming the flag (and the permissions). */
-async function bindP2p(p2p: P2pRegistry, address: string): Promise<string> {
-  const missing = missingP2pPermissions();
-  if (missing.length > 0) throw p2pPermissionError(address, missing.join(', '));
-  try {
-    return await p2p.bind(address);
-  } catch (err) {
-    if (isPermissionRefusal(err)) throw p2pPermissionError(address, 'refused while loading or binding', err);
-    throw err;
-  }
+/** Deno's own `fetch` as the transport (VLLM_EDGE_ROUTER_TRANSPORT=fetch): it pools by itself. */
+function fetchTransport(): ClosableUpstream {
+  return Object.assign(fetchUpstream(), { close: async () => {} });
 }
 
 function createDenoRouter(
   config: RouterConfig,
   logSink: LogSink,
   p2p: P2pRegistry | undefined,
-  upstream: UndiciUpstream,
+  upstream: ClosableUpstream,
 ): Promise<HostRouter> {
   return openHostRouter(config, {
     upstream,
@@ -224,10 +181,10 @@ function createDenoRouter(
  */
 export async function openDenoRouter(
   config: RouterConfig,
-  options: { logSink: LogSink },
+  options: { logSink: LogSink; transport?: 'undici' | 'fetch' },
 ): Promise<DenoRouter> {
   const p2p = p2pRegistryFor(config, { pollMs: ZMQ_POLL_MS });
-  const upstream = createUndiciUpstream();
+  const upstream = options.transport === 'fetch' ? fetchTransport() : createUndiciUpstream();
   const opened = await createDenoRouter(config, options.logSink, p2p, upstream).catch(async (err) => {
     await upstream.close();
     throw err;
@@ -250,7 +207,7 @@ function listen(
   config: RouterConfig,
   opened: HostRouter,
   p2p: P2pRegistry | undefined,
-  upstream: UndiciUpstream,
+  upstream: ClosableUpstream,
 ): DenoRouter {
   const { router } = opened;
   const [server, metricsServer, healthServer] = bindAll(config, router) as [

@@ -40,6 +40,40 @@ describeShutdownCut('the Deno adapter at the end of the grace period', (workerUr
   ),
 );
 
+describe('the engine transport', () => {
+  const chat = (url: string) =>
+    fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'sim-model',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 2,
+      }),
+    });
+
+  it.each([
+    ['undici', {}],
+    ['fetch', { VLLM_EDGE_ROUTER_TRANSPORT: 'fetch' }],
+  ] as const)('%s: named in the listening line, and it serves a request', async (transport, extra) => {
+    const engine = await startSimEngine({ id: 'transport-engine', host: '127.0.0.1', port: 0 });
+    const router = await spawnRouter(
+      DENO,
+      ['run', ...PERMISSIONS, ENTRY, ...serveFlags, '--worker-urls', engine.url],
+      { env: { ...env, ...extra } },
+    );
+    try {
+      expect(router.output()).toContain(`transport=${transport} `);
+      const res = await chat(router.url);
+      expect(res.status).toBe(200);
+      expect((await res.json()).choices).toHaveLength(1);
+    } finally {
+      await router.stop();
+      await engine.close();
+    }
+  });
+});
+
 describe('deno task start', () => {
   it('takes the router flags after --, routes with deno.json settings, drains on SIGTERM (forwarded)', async () => {
     const engine = await startSimEngine({ id: 'task-engine', host: '127.0.0.1', port: 0 });
