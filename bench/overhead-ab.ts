@@ -92,13 +92,27 @@ async function startBuild(name: string, root: string, engines: string[]): Promis
 
 const GC_FLAGS = ['--trace-gc-nvp'];
 
-/** Young-generation collections in a proxy's log since `from` (its length before the bursts). */
+/**
+ * Young-generation collections in a proxy's log since `from` (its length before the bursts). Node's
+ * V8 prints `--trace-gc-nvp` as `key=value` pairs, Deno's (a newer V8) as JSON after `GC: `.
+ */
 function scavenges(name: string, from: number): { count: number; pauseMs: number; promotedKB: number } {
   const log = readFileSync(join(WORK_DIR, `${name}.log`), 'utf8').slice(from);
-  const lines = log.split('\n').filter((l) => l.includes('gc=s '));
-  const field = (line: string, key: string) => Number(new RegExp(` ${key}=([0-9.]+)`).exec(line)?.[1] ?? 0);
-  const mean = (key: string) => lines.reduce((a, l) => a + field(l, key), 0) / Math.max(1, lines.length);
-  return { count: lines.length, pauseMs: mean('pause'), promotedKB: mean('promoted') / 1024 };
+  const records: { pause: number; promoted: number }[] = [];
+  for (const line of log.split('\n')) {
+    if (line.includes('gc=s ')) {
+      const field = (key: string) => Number(new RegExp(` ${key}=([0-9.]+)`).exec(line)?.[1] ?? 0);
+      records.push({ pause: field('pause'), promoted: field('promoted') });
+    } else if (line.includes('"gc":"s"')) {
+      // By pattern, not JSON.parse: another line written at the same time may cut into it.
+      const field = (key: string) => Number(new RegExp(`"${key}":([0-9.]+)`).exec(line)?.[1] ?? Number.NaN);
+      const record = { pause: field('pause'), promoted: field('promoted') };
+      if (Number.isFinite(record.pause) && Number.isFinite(record.promoted)) records.push(record);
+    }
+  }
+  const mean = (key: 'pause' | 'promoted') =>
+    records.reduce((a, r) => a + r[key], 0) / Math.max(1, records.length);
+  return { count: records.length, pauseMs: mean('pause'), promotedKB: mean('promoted') / 1024 };
 }
 const logLength = (name: string) => readFileSync(join(WORK_DIR, `${name}.log`), 'utf8').length;
 
@@ -132,7 +146,7 @@ try {
   servers.forEach((s, i) => {
     const g = scavenges(s.name, logFrom[i] as number);
     const per10k = (g.count * 10_000) / (BURSTS * N);
-    // Deno does not print V8's GC trace to its output: no lines, no figures.
+    // No trace lines (a runtime that printed none): no figures.
     const cells =
       g.count === 0 ? ['–', '–', '–'] : [per10k.toFixed(1), g.pauseMs.toFixed(2), g.promotedKB.toFixed(0)];
     console.log(`| ${s.name} | ${cells.join(' | ')} |`);
