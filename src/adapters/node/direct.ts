@@ -107,10 +107,12 @@ export function writeAnswer(req: IncomingMessage, res: ServerResponse, answer: A
     body.cancel().catch(() => {}); // the client left before the answer was ready
     return;
   }
-  // No flushHeaders: the pipeline answers a stream once its first chunk is in (attempt-send.ts), so
-  // the head goes out with that chunk in one write. Flushing it alone cost a syscall per streamed
-  // request, about a tenth of its CPU (docs/benchmarks.md, round 6).
+  // The pipeline answers a stream once its first chunk is in (attempt-send.ts), so the head goes out
+  // with that chunk in one write: flushing it alone cost a syscall per streamed request, about a
+  // tenth of its CPU (docs/benchmarks.md, round 6). An answer relayed without its first chunk says
+  // so (`flushHead`), and its head goes at once.
   res.writeHead(status, headers);
+  if (answer.flushHead === true) res.flushHeaders();
   pump(body.getReader(), res);
 }
 

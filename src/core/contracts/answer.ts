@@ -11,6 +11,11 @@ export interface Answer {
   status: number;
   headers: Record<string, string>;
   body: Uint8Array | ChunkSource | null;
+  /**
+   * A streamed body whose first chunk is not in yet: a host that would hold the head back for the
+   * first chunk's write (Node) sends it at once. Unset, the head goes out with the first chunk.
+   */
+  flushHead?: boolean;
 }
 
 /** A chunk source as a Web stream: one read of the source per pull, its cancel the stream's. */

@@ -101,7 +101,11 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
     return { status: res.status, headers, body };
   }
   const relayed = relayAnswer(ex, result, prefetched ?? body, isEventStream(headers), usage);
-  return { status: res.status, headers, body: relayed };
+  // Without a prefetched chunk (an error status passed through as it streams), the head must not
+  // wait for an engine that may stall after its status line.
+  const answer: Answer = { status: res.status, headers, body: relayed };
+  if (!prefetched) answer.flushHead = true;
+  return answer;
 }
 
 type Responded = Extract<LegResult, { kind: 'response' }>;

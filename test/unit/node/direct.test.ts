@@ -168,6 +168,49 @@ describe('Node direct inference routes', () => {
     expect(writes[0]).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\n[0-9a-f]+\r\ndata: 1\n\n/);
   });
 
+  it('sends the head at once for an answer that says its first chunk is not in (flushHead)', async () => {
+    let release: (() => void) | undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const order: string[] = [];
+    const { inference } = fakeInference(() => ({
+      status: 503,
+      headers: { 'content-type': 'text/plain' },
+      flushHead: true,
+      body: new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          await gate;
+          controller.enqueue(bytes('busy'));
+          controller.close();
+        },
+      }),
+    }));
+    const { url } = await listen(inference);
+    // Without the head sent first, nothing reaches the client until the body is released.
+    const fallback = setTimeout(() => {
+      order.push('released by the fallback');
+      release?.();
+    }, 2000);
+    const body = await new Promise<string>((resolve, reject) => {
+      const req = request(`${url}/v1/completions`, { method: 'POST' }, (res) => {
+        order.push(`head ${res.statusCode}`);
+        release?.();
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve(text));
+      });
+      req.on('error', reject);
+      req.end('{}');
+    });
+    clearTimeout(fallback);
+    expect(order).toEqual(['head 503']);
+    expect(body).toBe('busy');
+  });
+
   it('cancels a streamed answer when the client leaves', async () => {
     let cancelled: (reason: unknown) => void = () => {};
     const gone = new Promise((resolve) => {
