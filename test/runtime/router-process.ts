@@ -169,3 +169,12 @@ async function waitReady(url: string, timeoutMs: number, output: () => string): 
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** A small non-streaming chat completion for the simulated engine's model, sent to a router. */
+export function chatRequest(url: string): Promise<Response> {
+  return fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }),
+  });
+}

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimEngine } from '../../../src/sim/node.ts';
-import { REPO_ROOT, runToExit, spawnRouter } from '../router-process.ts';
+import { chatRequest, REPO_ROOT, runToExit, spawnRouter } from '../router-process.ts';
 import { CUT_FLAGS, describeRuntime, describeShutdownCut, SCENARIO_FLAGS } from '../scenarios.ts';
 
 const DENO = join(REPO_ROOT, 'node_modules/deno/deno');
@@ -41,17 +41,6 @@ describeShutdownCut('the Deno adapter at the end of the grace period', (workerUr
 );
 
 describe('the engine transport', () => {
-  const chat = (url: string) =>
-    fetch(`${url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'sim-model',
-        messages: [{ role: 'user', content: 'hi' }],
-        max_tokens: 2,
-      }),
-    });
-
   it.each([
     ['undici', {}],
     ['fetch', { VLLM_EDGE_ROUTER_TRANSPORT: 'fetch' }],
@@ -64,7 +53,7 @@ describe('the engine transport', () => {
     );
     try {
       expect(router.output()).toContain(`transport=${transport} `);
-      const res = await chat(router.url);
+      const res = await chatRequest(router.url);
       expect(res.status).toBe(200);
       expect((await res.json()).choices).toHaveLength(1);
     } finally {
@@ -83,15 +72,7 @@ describe('deno task start', () => {
       { env },
     );
     try {
-      const res = await fetch(`${router.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          model: 'sim-model',
-          messages: [{ role: 'user', content: 'hi' }],
-          max_tokens: 2,
-        }),
-      });
+      const res = await chatRequest(router.url);
       expect(res.status).toBe(200);
       expect(res.headers.get('x-routed-worker-id')).toBe(engine.url);
       await res.arrayBuffer();

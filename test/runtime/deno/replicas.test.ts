@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimEngine } from '../../../src/sim/node.ts';
 import { REDIS_URL, useRedis } from '../../support/redis.ts';
-import { builtEntry, REPO_ROOT, spawnRouter } from '../router-process.ts';
+import { builtEntry, chatRequest, REPO_ROOT, spawnRouter } from '../router-process.ts';
 
 const DENO = join(REPO_ROOT, 'node_modules/deno/deno');
 const ENTRY = join(REPO_ROOT, 'src/adapters/deno/main.ts');
@@ -60,15 +60,7 @@ describe('shared state on Deno', () => {
       expect((await fetch(`${node.url}/add_worker?url=${c.url}`, { method: 'POST' })).status).toBe(201);
       await eventually(async () => expect(await workerIds(deno.url)).toEqual([a.url, b.url, c.url].sort()));
 
-      const chat = await fetch(`${deno.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          model: 'sim-model',
-          messages: [{ role: 'user', content: 'hi' }],
-          max_tokens: 2,
-        }),
-      });
+      const chat = await chatRequest(deno.url);
       expect(chat.status).toBe(200);
       await chat.arrayBuffer();
     } finally {
