@@ -52,8 +52,6 @@ export interface DenoRouter {
 
 /** After the cut, how long streams get to send their shutdown event. */
 const CUT_FLUSH_MS = 1000;
-
-type ClosableUpstream = Upstream & { close(): Promise<void> };
 const PROBES = new Set(['/health', '/liveness', '/readiness']);
 
 export function urlOf(host: string, port: number): string {
@@ -153,6 +151,9 @@ function runStartup(router: Router<FleetApi>, stopping: AbortSignal): Promise<bo
  * libuv shim can miss (a registration would then wait forever); engines refresh every 3 s.
  */
 const ZMQ_POLL_MS = 100;
+
+/** The engine transport, closed once the listeners are. */
+type ClosableUpstream = Upstream & { close(): Promise<void> };
 
 /** Deno's own `fetch` as the transport (VLLM_EDGE_ROUTER_TRANSPORT=fetch): it pools by itself. */
 function fetchTransport(): ClosableUpstream {

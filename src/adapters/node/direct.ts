@@ -14,7 +14,7 @@ import { Readable } from 'node:stream';
 import type { Answer } from '../../core/contracts/answer.ts';
 import type { ChunkReader } from '../../core/contracts/upstream.ts';
 import { bodyBrokeOff } from '../../core/http/body.ts';
-import type { Inbound } from '../../core/http/inbound.ts';
+import { type Inbound, jsonRouteOfTarget } from '../../core/http/inbound.ts';
 import type { Inference } from '../../core/http/inference.ts';
 import { rawHeader } from '../../core/routing/headers.ts';
 import { ResponseLink } from './incoming.ts';
@@ -33,9 +33,7 @@ function routeOf(inference: Inference, req: IncomingMessage): string | undefined
   const host = req.headers.host;
   if (target === undefined || host === undefined || !PLAIN_HOST.test(host) || !PLAIN_TARGET.test(target))
     return undefined;
-  const query = target.indexOf('?');
-  const path = query < 0 ? target : target.slice(0, query);
-  return inference.jsonRoutes.has(path) ? path : undefined;
+  return jsonRouteOfTarget(inference.jsonRoutes, 'POST', target);
 }
 
 /** The whole body; a client that breaks off mid-body is the router's 400 (nobody is left to read it). */

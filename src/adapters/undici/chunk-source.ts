@@ -1,7 +1,7 @@
 /**
  * An engine's streamed answer on Node and Deno as the core reads it (`ChunkSource`), fed straight
- * by the transport's dispatch handler (engine-call.ts): each `read()` resolves with the next chunk the
- * socket delivered, so the relay to the client is the only Web stream a chunk passes through.
+ * by the transport's dispatch handler (engine-call.ts): each `read()` resolves with the next chunk
+ * the socket delivered, so the relay to the client is the only Web stream a chunk passes through.
  * Chunks that arrive while nobody reads wait in a short queue; at HIGH_WATER the transport is told
  * to stop reading the socket (`push` returns false) and is resumed once the reader has drained half.
  * `cancel` aborts the engine request, which closes its connection: the engine stops generating.

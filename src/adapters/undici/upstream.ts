@@ -1,6 +1,6 @@
 /**
- * The upstream transport of Node and Deno: undici's dispatch API on a keep-alive Agent (engine-call.ts), behind
- * the core's fetch-shaped `Upstream`. Small non-streaming bodies with a content-length are read
+ * The upstream transport of Node and Deno: undici's dispatch API on a keep-alive Agent
+ * (engine-call.ts), behind the core's fetch-shaped `Upstream`. Small non-streaming bodies with a content-length are read
  * whole (cheaper than a stream); everything else is handed over chunk by chunk (chunk-source.ts),
  * whose cancel aborts the request and closes the connection, so a client that leaves cancels the
  * engine's work.

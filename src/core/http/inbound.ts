@@ -87,11 +87,19 @@ export function requestInbound(req: Request, peer: string | undefined): Inbound 
   };
 }
 
-/** The JSON inference route a POST to `url` names exactly (path without its query), if any. */
-export function jsonRouteOf(routes: ReadonlySet<string>, method: string, url: string): string | undefined {
+/** The JSON inference route a POST to `target` (path and query) names exactly, if any. */
+export function jsonRouteOfTarget(
+  routes: ReadonlySet<string>,
+  method: string,
+  target: string,
+): string | undefined {
   if (method !== 'POST') return undefined;
-  const target = targetOf(url);
   const query = target.indexOf('?');
   const path = query < 0 ? target : target.slice(0, query);
   return routes.has(path) ? path : undefined;
+}
+
+/** The JSON inference route a POST to `url` names exactly (path without its query), if any. */
+export function jsonRouteOf(routes: ReadonlySet<string>, method: string, url: string): string | undefined {
+  return jsonRouteOfTarget(routes, method, targetOf(url));
 }

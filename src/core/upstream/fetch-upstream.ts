@@ -1,8 +1,9 @@
 /**
  * The Web `fetch` as upstream transport: the one on Workers, and a comparison point on Node and
- * Deno (where undici's dispatch API costs less CPU per request). As on Node, a small answer that announced
- * its length and is not an event stream is read whole before it is handed over: one chunk, no relay
- * stream to the client; a body that breaks after its status is an UpstreamBodyError.
+ * Deno (where undici's dispatch API costs less CPU per request). As with undici, a small answer
+ * that announced its length and is not an event stream is read whole before it is handed over:
+ * one chunk, no relay stream to the client; a body that breaks after its status is an
+ * UpstreamBodyError.
  */
 import { type Upstream, UpstreamBodyError } from '../contracts/upstream.ts';
 import { abortSignalOf } from './call-signal.ts';
