@@ -105,6 +105,15 @@ export function startDenoRouter(root: string, engines: string[], cpu: number) {
   return spawnServer('deno', deno, args, listeningOn, cpu);
 }
 
+/** The floor on Deno (bench/deno/floor-proxy.ts): what Deno itself costs a proxy, routing aside. */
+export function startDenoFloor(root: string, engines: string[], cpu: number) {
+  const deno = join(root, 'node_modules/deno/deno');
+  const args = ['run', '--allow-net', join(root, 'bench/deno/floor-proxy.ts'), '0', engines.join(',')];
+  process.env.DENO_DIR ??= join(root, '.deno');
+  process.env.DENO_NO_UPDATE_CHECK = '1';
+  return spawnServer('deno_floor', deno, args, listeningOn, cpu);
+}
+
 export function startFloor(
   root: string,
   engines: string[],

@@ -18,6 +18,7 @@ const LABELS: Record<string, string> = {
   round_robin: 'router, round_robin',
   nginx: 'nginx (1 worker)',
   deno: 'router on Deno, cache_aware',
+  deno_floor: 'floor on Deno (Deno.serve + fetch)',
 };
 
 export function printTable(runs: Run[][], targets: string[]): void {
@@ -104,21 +105,32 @@ export function printTable(runs: Run[][], targets: string[]): void {
     ];
     console.log(`| ${LABELS[t] ?? t} | ${cells.join(' | ')} |`);
   }
-  if (targets.includes('deno') && targets.includes('cache_aware')) {
-    const pair = (pick: (run: Run) => number) =>
-      runs.flatMap((round) => {
-        const deno = round.find((r) => r.target === 'deno');
-        const node = round.find((r) => r.target === 'cache_aware');
-        return deno && node ? [pick(deno) / pick(node)] : [];
-      });
-    console.log(
-      `\nDeno ÷ Node, same code, cache_aware: req/s ${spread(
-        pair((r) => r.nonstream.rps),
-        2,
-      )}, CPU per request ${spread(
-        pair((r) => r.cpuUsPerRequest),
-        2,
-      )}`,
-    );
-  }
+  printDenoRatios(runs);
+}
+
+/** Per repeat, `a`'s figure over `b`'s (repeats missing either skipped). */
+function pairs(runs: Run[][], a: string, b: string, pick: (run: Run) => number): number[] {
+  return runs.flatMap((round) => {
+    const x = round.find((r) => r.target === a);
+    const y = round.find((r) => r.target === b);
+    return x && y ? [pick(x) / pick(y)] : [];
+  });
+}
+
+/**
+ * The router on Deno against the same code on Node, and against the floor on Deno: how much of
+ * the gap is Deno's own (its floor against the Node router) and how much the router adds there.
+ */
+function printDenoRatios(runs: Run[][]): void {
+  const rps = (r: Run) => r.nonstream.rps;
+  const cpu = (r: Run) => r.cpuUsPerRequest;
+  const line = (label: string, a: string, b: string) => {
+    const ratios = pairs(runs, a, b, rps);
+    if (ratios.length === 0) return;
+    console.log(`${label}: req/s ${spread(ratios, 2)}, CPU per request ${spread(pairs(runs, a, b, cpu), 2)}`);
+  };
+  console.log('');
+  line('Deno ÷ Node, same code, cache_aware', 'deno', 'cache_aware');
+  line('Floor on Deno ÷ router on Node (cache_aware)', 'deno_floor', 'cache_aware');
+  line('Router on Deno ÷ floor on Deno', 'deno', 'deno_floor');
 }

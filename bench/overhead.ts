@@ -2,7 +2,7 @@
  * Proxy overhead: the router against our own minimal undici proxy (bench/floor-proxy.ts) and nginx
  * (when installed), in front of the same two simulated engines, measured one after another.
  *   npm run bench      # REPEATS=3 DURATION=5 CPU_REQUESTS=4000 STREAM_SECONDS=2 SKIP_BUILD=1
- *                      # TARGETS=floor,cache_aware,round_robin,nginx,deno KEEP_LOGS=1 (servers' output)
+ *                      # TARGETS=floor,cache_aware,round_robin,nginx,deno,deno_floor KEEP_LOGS=1 (servers' output)
  *                      # BURSTS=12 BURST_REQUESTS=1500 TTFT_ROUNDS=8 TTFT_ROUND_SECONDS=1
  *                      # (floor_one_engine: the floor in front of one engine, opt-in)
  * The proxy under test has CPU 0 to itself; the engines, the load (wrk -t1 when installed, else a
@@ -28,6 +28,7 @@ import {
   hasCommand,
   PIN,
   type Server,
+  startDenoFloor,
   startDenoRouter,
   startEngine,
   startFloor,
@@ -48,7 +49,7 @@ const TTFT_ROUNDS = Number(process.env.TTFT_ROUNDS ?? 8);
 const TTFT_ROUND_SECONDS = Number(process.env.TTFT_ROUND_SECONDS ?? 1);
 const WRK = hasCommand('wrk');
 const NGINX = hasCommand('nginx');
-const TARGETS = (process.env.TARGETS ?? 'floor,cache_aware,round_robin,nginx,deno')
+const TARGETS = (process.env.TARGETS ?? 'floor,cache_aware,round_robin,nginx,deno,deno_floor')
   .split(',')
   .map((t) => t.trim())
   .filter((t) => t !== 'nginx' || NGINX);
@@ -76,6 +77,7 @@ function startTarget(target: string, engineUrls: string[]): Promise<Server> {
   if (target === 'floor_one_engine') return startFloor(ROOT, engineUrls.slice(0, 1), 0, [], target);
   if (target === 'nginx') return startNginx(engineUrls, 0);
   if (target === 'deno') return startDenoRouter(ROOT, engineUrls, 0);
+  if (target === 'deno_floor') return startDenoFloor(ROOT, engineUrls, 0);
   return startRouter(ROOT, target, engineUrls, ['--policy', target], 0);
 }
 
