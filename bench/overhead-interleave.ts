@@ -7,7 +7,7 @@
  * `npm run bench` (its CPU table) and `npm run bench:ab`.
  */
 import { readFileSync } from 'node:fs';
-import { closedLoop, streamTtft } from './overhead-load.ts';
+import { type Body, closedLoop, streamTtft } from './overhead-load.ts';
 import type { Server } from './overhead-procs.ts';
 import { processCpuMs } from './pd-support.ts';
 
@@ -35,7 +35,7 @@ export interface Bursts {
 
 export async function interleavedBursts(
   servers: Server[],
-  body: string,
+  body: Body,
   options: { bursts: number; n: number; c: number; warmup?: number },
 ): Promise<Bursts> {
   const { bursts, n, c } = options;

@@ -81,11 +81,14 @@ function send(pool: Pool, body: string, onFirstChunk?: () => void): Promise<numb
   });
 }
 
+/** One body for every request, or a function that makes each request's body. */
+export type Body = string | (() => string);
+
 /**
  * `count` requests from `conc` closed-loop clients (or, with `count` 0, as many as fit in
  * `seconds`): latency of each, requests per second.
  */
-export async function closedLoop(url: string, body: string, conc: number, count: number, seconds = 0) {
+export async function closedLoop(url: string, body: Body, conc: number, count: number, seconds = 0) {
   const pool = new Pool(url, { connections: conc, pipelining: 1 });
   const latencies: number[] = [];
   let errors = 0;
@@ -97,7 +100,7 @@ export async function closedLoop(url: string, body: string, conc: number, count:
     while (more()) {
       started++;
       const t = performance.now();
-      const status = await send(pool, body);
+      const status = await send(pool, typeof body === 'string' ? body : body());
       if (status === 200) latencies.push(performance.now() - t);
       else errors++;
     }
