@@ -9,18 +9,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
-
-/** Headers that describe one hop, not the message: never forwarded. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'host',
-]);
+import { HOP_BY_HOP } from './hop-by-hop.ts';
 
 /** The headers of a request or a response, minus the hop-by-hop ones. */
 function forwardable(

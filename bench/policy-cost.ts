@@ -24,6 +24,7 @@ import { MetricsRegistry } from '../src/core/observability/metrics.ts';
 import { RadixTree } from '../src/core/policies/radix-tree.ts';
 import { policyNeeds } from '../src/core/policies/registry.ts';
 import { extractRoutingInput } from '../src/core/routing/routing-input.ts';
+import { promptWords } from './prompt-words.ts';
 
 const REPEATS = Number(process.env.REPEATS ?? 3);
 const SIZES = (process.env.SIZES ?? '512,8192,65536').split(',').map(Number);
@@ -35,19 +36,7 @@ const IN_FLIGHT = 32;
 const batchFor = (size: number) => Math.max(8, Math.min(256, Math.floor(2 ** 20 / size)));
 const COUNT = Number(process.env.COUNT ?? 8192);
 
-let seed = 42;
-const rand = () => {
-  seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-  return seed / 4294967296;
-};
-const WORDS = 'the of and to in is for on with as by at from that this which model cache token prompt'.split(
-  ' ',
-);
-const words = (chars: number) => {
-  let s = '';
-  while (s.length < chars) s += `${WORDS[Math.floor(rand() * WORDS.length)]} `;
-  return s.slice(0, chars);
-};
+const { rand, words } = promptWords(42);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const spread = (xs: number[], digits = 2) =>
   `${median(xs).toFixed(digits)} [${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)}]`;

@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { interleavedBursts, mean, median } from './overhead-interleave.ts';
 import { PIN, type Server, startEngine, startFloor, startRouter } from './overhead-procs.ts';
+import { promptWords } from './prompt-words.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SIZES = (process.env.SIZES ?? '512,8192,65536').split(',').map(Number);
@@ -27,19 +28,7 @@ const N = Number(process.env.N ?? 1000);
 const C = Number(process.env.C ?? 32);
 const SYSTEM_PROMPTS = Number(process.env.SYSTEM_PROMPTS ?? 8);
 
-let seed = 7;
-const rand = () => {
-  seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-  return seed / 4294967296;
-};
-const WORDS = 'the of and to in is for on with as by at from that this which model cache token prompt'.split(
-  ' ',
-);
-const words = (chars: number) => {
-  let s = '';
-  while (s.length < chars) s += `${WORDS[Math.floor(rand() * WORDS.length)]} `;
-  return s.slice(0, chars);
-};
+const { rand, words } = promptWords(7);
 
 /** Chat bodies of about `size` characters: a system prompt of the size's set, then a new turn. */
 function bodiesOf(size: number): () => string {

@@ -10,17 +10,7 @@
  *   deno run --allow-net bench/deno/floor-proxy.ts PORT URL[,URL...]   # prints "... listening on http://..."
  */
 
-/** Headers that describe one hop, not the message: never forwarded. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'host',
-]);
+import { HOP_BY_HOP } from '../hop-by-hop.ts';
 
 /** The headers of a request or a response, minus the hop-by-hop ones (a plain object: cheaper). */
 function forwardable(from: Headers): Record<string, string> {
