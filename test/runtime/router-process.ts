@@ -69,7 +69,7 @@ export async function builtEntry(): Promise<string> {
 export interface RouterProcess {
   url: string;
   child: ChildProcessByStdio<null, Readable, Readable>;
-  /** Resolves with the exit code (null when killed by a signal). */
+  /** Resolves with the exit code (null when killed by a signal) once its output is all read. */
   exited: Promise<number | null>;
   /** Everything written to stdout and stderr so far. */
   output(): string;
@@ -100,7 +100,9 @@ function run(command: string, args: string[], options: SpawnOptions) {
   child.stderr.on('data', (d) => {
     out += d;
   });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': 'exit' can come before the last output is read from the pipes, and a test
+  // that reads a process's last line (its startup error) would then find it missing.
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   return { child, exited, output: () => out };
 }
 
