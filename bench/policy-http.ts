@@ -1,6 +1,7 @@
 /**
  * What `cache_aware` costs over `round_robin` end to end, over real HTTP, as prompts grow:
  *   npm run bench:policy-http     # SIZES=512,8192,65536 BURSTS=10 N=1000 C=32 SYSTEM_PROMPTS=8
+ *   POLICIES=cache_aware,cache_aware npm run bench:policy-http   # the same policy twice: the harness's own bias
  *
  * The floor (bench/floor-proxy.ts) and two Node routers, one with `cache_aware` (the default) and
  * one with `round_robin`, run at once on CPU 0 in front of two zero-latency simulated engines
@@ -27,6 +28,8 @@ const BURSTS = Number(process.env.BURSTS ?? 10);
 const N = Number(process.env.N ?? 1000);
 const C = Number(process.env.C ?? 32);
 const SYSTEM_PROMPTS = Number(process.env.SYSTEM_PROMPTS ?? 8);
+/** The two routers' policies: the first is the one measured against the second. */
+const [A, B] = (process.env.POLICIES ?? 'cache_aware,round_robin').split(',') as [string, string];
 
 const { rand, words } = promptWords(7);
 
@@ -64,14 +67,14 @@ try {
     await res.arrayBuffer();
   }
   servers.push(await startFloor(ROOT, urls, 0));
-  servers.push(await startRouter(ROOT, 'cache_aware', urls, ['--policy', 'cache_aware'], 0));
-  servers.push(await startRouter(ROOT, 'round_robin', urls, ['--policy', 'round_robin'], 0));
+  servers.push(await startRouter(ROOT, `${A} (1)`, urls, ['--policy', A], 0));
+  servers.push(await startRouter(ROOT, `${B} (2)`, urls, ['--policy', B], 0));
   console.log(
     `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} interleaved bursts of ${N} requests at c${C} per size; ` +
       `${SYSTEM_PROMPTS} system prompts, every user turn new; ${PIN ? 'proxies on CPU 0' : 'no pinning'}\n`,
   );
   console.log(
-    '| prompt | floor CPU µs | cache_aware CPU µs | round_robin CPU µs | CPU cache_aware ÷ round_robin (per-burst range) | req/s cache_aware / round_robin | req/s ratio |',
+    `| prompt | floor CPU µs | ${A} CPU µs | ${B} CPU µs | CPU ${A} ÷ ${B} (per-burst range) | req/s ${A} / ${B} | req/s ratio |`,
   );
   console.log('|---|---:|---:|---:|---:|---:|---:|');
   for (const size of SIZES) {
