@@ -105,6 +105,15 @@ export function startDenoRouter(root: string, engines: string[], cpu: number) {
   return spawnServer('deno', deno, args, listeningOn, cpu);
 }
 
+/** Sets the simulated engines' latencies (`ttft-ms`, `itl-ms`) through their /admin/config. */
+export async function configureEngines(engines: Server[], config: Record<string, number>): Promise<void> {
+  for (const e of engines) {
+    const res = await fetch(`${e.url}/admin/config`, { method: 'POST', body: JSON.stringify(config) });
+    if (res.status !== 200) throw new Error(`${e.name}: /admin/config answered ${res.status}`);
+    await res.arrayBuffer();
+  }
+}
+
 /** The floor on Deno (bench/deno/floor-proxy.ts): what Deno itself costs a proxy, routing aside. */
 export function startDenoFloor(root: string, engines: string[], cpu: number) {
   const deno = join(root, 'node_modules/deno/deno');

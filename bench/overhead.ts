@@ -25,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { interleavedBursts, interleavedTtft, mean, median, treeCpuMs } from './overhead-interleave.ts';
 import { closedLoop, streamTtft, type Throughput, wrk } from './overhead-load.ts';
 import {
+  configureEngines as configure,
   hasCommand,
   PIN,
   type Server,
@@ -61,14 +62,6 @@ const chat = (stream: boolean) =>
     max_tokens: 16,
     messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
   });
-
-async function configure(engines: Server[], config: Record<string, number>): Promise<void> {
-  for (const e of engines) {
-    const res = await fetch(`${e.url}/admin/config`, { method: 'POST', body: JSON.stringify(config) });
-    if (res.status !== 200) throw new Error(`${e.name}: /admin/config answered ${res.status}`);
-    await res.arrayBuffer();
-  }
-}
 
 function startTarget(target: string, engineUrls: string[]): Promise<Server> {
   if (target === 'floor') return startFloor(ROOT, engineUrls, 0);

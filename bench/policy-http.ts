@@ -19,7 +19,14 @@ import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { interleavedBursts, mean, median } from './overhead-interleave.ts';
-import { PIN, type Server, startEngine, startFloor, startRouter } from './overhead-procs.ts';
+import {
+  configureEngines,
+  PIN,
+  type Server,
+  startEngine,
+  startFloor,
+  startRouter,
+} from './overhead-procs.ts';
 import { promptWords } from './prompt-words.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -59,13 +66,7 @@ const servers: Server[] = [];
 const engines = [await startEngine(ROOT, 'engine-a', 1), await startEngine(ROOT, 'engine-b', 1)];
 try {
   const urls = engines.map((e) => e.url);
-  for (const e of urls) {
-    const res = await fetch(`${e}/admin/config`, {
-      method: 'POST',
-      body: JSON.stringify({ 'ttft-ms': 0, 'itl-ms': 0 }),
-    });
-    await res.arrayBuffer();
-  }
+  await configureEngines(engines, { 'ttft-ms': 0, 'itl-ms': 0 });
   servers.push(await startFloor(ROOT, urls, 0));
   servers.push(await startRouter(ROOT, `${A} (1)`, urls, ['--policy', A], 0));
   servers.push(await startRouter(ROOT, `${B} (2)`, urls, ['--policy', B], 0));

@@ -10,6 +10,7 @@
  *   deno run --allow-net bench/deno/floor-proxy.ts PORT URL[,URL...]   # prints "... listening on http://..."
  */
 
+import { targetOf } from '../../src/core/http/inbound.ts';
 import { HOP_BY_HOP } from '../hop-by-hop.ts';
 
 /** The headers of a request or a response, minus the hop-by-hop ones (a plain object: cheaper). */
@@ -23,12 +24,6 @@ function forwardable(from: Headers): Record<string, string> {
 
 function fail(status: number, message: string): Response {
   return Response.json({ error: { message, type: 'proxy_error', code: status } }, { status });
-}
-
-/** Path and query of an absolute URL. */
-function targetOf(url: string): string {
-  const slash = url.indexOf('/', url.indexOf('//') + 2);
-  return slash < 0 ? '/' : url.slice(slash);
 }
 
 export function startDenoFloorProxy(port: number, upstreams: string[], hostname = '127.0.0.1') {
