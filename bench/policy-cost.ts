@@ -172,16 +172,15 @@ function perOp(from: number, op: (i: number) => void): number {
 
 function treeRow(n: number, repeat: number) {
   const tree = new RadixTree();
-  let clock = 0;
   const tails = Array.from({ length: n + 3 * OPS }, (_, i) => userTurn(i + repeat * 1_000_000));
   const text = (i: number) => flat(SYSTEMS[i % SYSTEMS.length] as string, tails[i] as string);
-  for (let i = 0; i < n; i++) tree.insert(text(i), tenant(i), clock++);
+  for (let i = 0; i < n; i++) tree.insert(text(i), tenant(i));
   const held = { bytes: tree.bytes, nodes: tree.stats().nodes };
   if (held.bytes > MAX_TREE_BYTES) throw new Error(`${n} prompts take ${held.bytes} B > --max-tree-bytes`);
   // Timed texts are built beforehand: the operations alone are measured.
   const fresh = Array.from({ length: 2 * OPS }, (_, k) => text(n + k));
   const insert = perOp(0, (k) => {
-    tree.insert(fresh[k] as string, tenant(k), clock++);
+    tree.insert(fresh[k] as string, tenant(k));
     tree.evict(MAX_TREE_SIZE, MAX_TREE_BYTES);
   });
   const picks = Array.from({ length: OPS }, () => Math.floor(rand() * (n + OPS)));
@@ -194,7 +193,7 @@ function treeRow(n: number, repeat: number) {
   if (hits !== OPS) throw new Error(`${OPS - hits} stored prompts were not matched whole`);
   const bound = tree.bytes;
   const atBound = perOp(OPS, (k) => {
-    tree.insert(fresh[k] as string, tenant(k), clock++);
+    tree.insert(fresh[k] as string, tenant(k));
     tree.evict(MAX_TREE_SIZE, bound);
   });
   return { ...held, insert, match, atBound };
@@ -234,7 +233,7 @@ function walkRow(size: number) {
   // Texts are built 16 at a time just before they are used (in cache, as the extraction leaves them).
   const timed = (make: (k: number) => string, op: (tree: RadixTree, text: string, k: number) => void) => {
     const tree = new RadixTree();
-    tree.insert(system, tenant(0), 0);
+    tree.insert(system, tenant(0));
     let ms = 0;
     for (let from = 0; from < WALK_OPS; from += 16) {
       const texts = Array.from({ length: 16 }, (_, k) => make(from + k));
@@ -247,10 +246,10 @@ function walkRow(size: number) {
   const through = (k: number) => flat(system, userTurn(k));
   const two = (tree: RadixTree, text: string, k: number) => {
     tree.match(text, all);
-    tree.insert(text, tenant(k), k);
+    tree.insert(text, tenant(k));
   };
   const one = (tree: RadixTree, text: string, k: number) =>
-    tree.matchAndInsert(text, all, () => tenant(k), k);
+    tree.matchAndInsert(text, all, () => tenant(k));
   const out = { match: [] as number[], two: [] as number[], one: [] as number[], diverge: [] as number[] };
   for (let r = 0; r < REPEATS; r++) {
     out.match.push(timed(through, (tree, text) => tree.match(text, all)));

@@ -23,8 +23,6 @@ const word = (n: number, alphabet = 'abcdefghijklmnopqrstuvwxyz') =>
   Array.from({ length: n }, () => alphabet[Math.floor(rand() * alphabet.length)]).join('');
 const SYSTEM = `system: You are a helpful assistant. ${'Answer briefly and cite sources. '.repeat(18)}\n`;
 const CJK_SYSTEM = `system: ${'你是一个乐于助人的助手，请简要回答。'.repeat(30)}\n`;
-// A monotonic-clock reading: fractional milliseconds, as performance.now() gives.
-const now = (i: number) => 1_000_000.5 + i * 1.25;
 
 interface Workload {
   name: string;
@@ -73,7 +71,7 @@ function measure(w: Workload): Row {
   const tree = new RadixTree();
   for (let i = 0; i < PROMPTS; i++) {
     const text = w.text(i);
-    for (let t = 0; t < w.tenants; t++) tree.insert(text, `http://10.0.0.${t}:8000`, now(i));
+    for (let t = 0; t < w.tenants; t++) tree.insert(text, `http://10.0.0.${t}:8000`);
   }
   chats.length = 0;
   gc?.();

@@ -106,17 +106,13 @@ export function createCacheAware(ctx: PolicyContext): Policy {
         chosen = spill(candidates, chosen);
         return chosen.id;
       };
-      tree.matchAndInsert(text, (id) => byId(id) !== undefined, choose, now);
+      tree.matchAndInsert(text, (id) => byId(id) !== undefined, choose);
       tree.evict(maxTreeSize, maxTreeBytes);
       ctx.sharing?.prefixRecorded(ctx.pool, text, chosen.id);
       return chosen;
     },
     recordPrefix(text: string, workerId: string) {
-      tree.insert(
-        text.length > maxTextChars ? text.slice(0, maxTextChars) : text,
-        workerId,
-        ctx.clock.monotonic(),
-      );
+      tree.insert(text.length > maxTextChars ? text.slice(0, maxTextChars) : text, workerId);
       tree.evict(maxTreeSize, maxTreeBytes);
     },
     onWorkerRemoved(workerId: string) {

@@ -1,12 +1,12 @@
 /**
  * The approximate prefix cache of one pool: a character radix tree whose nodes record which workers
- * (tenants) were sent a prompt through them, and when. Labels are flat copies (`ownCopy`),
+ * (tenants) were sent a prompt through them. Labels are flat copies (`ownCopy`),
  * so a node never keeps a whole request text alive. Matching compares whole labels as strings (a
  * memory compare) and bisects only where the text diverges.
  *
  * Two sizes are kept, both exact sums updated on every change: `size`, the characters held (what
  * vLLM Router's --max-tree-size counts), and `bytes`, the estimated memory of every node, label,
- * map and timestamp (tree-memory.ts), which is what bounds the tree.
+ * array and tenant entry (tree-memory.ts), which is what bounds the tree.
  *
  * Every node but the root sits in a recency list, oldest first. An insert moves the nodes it went
  * through to the newest end, deepest first, so a node is always newer than its descendants and the
@@ -37,7 +37,7 @@ export class RadixTree {
   private readonly perTenant = new Map<string, number>();
 
   private static emptyRoot(): Node {
-    return { label: '', parent: null, children: null, tenants: new Map(), older: null, newer: null };
+    return { label: '', parent: null, children: null, tenants: [], older: null, newer: null };
   }
 
   /** Characters held by the tree. */
@@ -60,9 +60,9 @@ export class RadixTree {
     return best(walkDown(this.root, text), accept);
   }
 
-  /** Records that `tenant` was sent `text` at time `now`. */
-  insert(text: string, tenant: string, now: number): void {
-    this.record(text, walkDown(this.root, text), tenant, now);
+  /** Records that `tenant` was sent `text`. */
+  insert(text: string, tenant: string): void {
+    this.record(text, walkDown(this.root, text), tenant);
   }
 
   /**
@@ -73,14 +73,13 @@ export class RadixTree {
     text: string,
     accept: (tenant: string) => boolean,
     choose: (match: PrefixMatch) => string,
-    now: number,
   ): void {
     const walk = walkDown(this.root, text);
-    this.record(text, walk, choose(best(walk, accept)), now);
+    this.record(text, walk, choose(best(walk, accept)));
   }
 
   /** Adds `text` for `tenant` along its walk: a node matched in part is split, the rest is a new leaf. */
-  private record(text: string, walk: Walk, tenant: string, now: number): void {
+  private record(text: string, walk: Walk, tenant: string): void {
     const { path, ends } = walk;
     let node = this.root;
     let pos = 0;
@@ -91,7 +90,7 @@ export class RadixTree {
         n = this.split(n, end - pos);
         path[i] = n;
       }
-      this.touch(n, tenant, now);
+      this.touch(n, tenant);
       node = n;
       pos = end;
     }
@@ -101,14 +100,14 @@ export class RadixTree {
         label,
         parent: node,
         children: null,
-        tenants: new Map(),
+        tenants: [],
         older: null,
         newer: null,
       };
       this.childrenOf(node).set(label.charCodeAt(0), leaf);
       this.chars += label.length;
       this.estimate += nodeBytes(leaf);
-      this.touch(leaf, tenant, now);
+      this.touch(leaf, tenant);
       path.push(leaf);
     }
     // Deepest first: each node ends up newer than every node below it.
@@ -136,9 +135,11 @@ export class RadixTree {
       const n = stack.pop() as Node;
       if (!n.children) continue;
       for (const c of [...n.children.values()]) {
-        if (!c.tenants.delete(tenant)) continue;
+        const at = c.tenants.indexOf(tenant);
+        if (at < 0) continue;
+        c.tenants.splice(at, 1);
         this.estimate -= TENANT_BYTES;
-        if (c.tenants.size === 0) this.detachSubtree(c);
+        if (c.tenants.length === 0) this.detachSubtree(c);
         else stack.push(c);
       }
     }
@@ -168,9 +169,9 @@ export class RadixTree {
       }
       if (n === this.root) continue;
       out.nodes++;
-      out.tenantEntries += n.tenants.size;
+      out.tenantEntries += n.tenants.length;
       out.chars += n.label.length;
-      out.bytes += nodeBytes(n) + n.tenants.size * TENANT_BYTES;
+      out.bytes += nodeBytes(n) + n.tenants.length * TENANT_BYTES;
     }
     return out;
   }
@@ -182,12 +183,12 @@ export class RadixTree {
     return n.children;
   }
 
-  private touch(n: Node, tenant: string, now: number): void {
-    if (!n.tenants.has(tenant)) {
-      this.perTenant.set(tenant, (this.perTenant.get(tenant) ?? 0) + n.label.length);
-      this.estimate += TENANT_BYTES;
-    }
-    n.tenants.set(tenant, now);
+  private touch(n: Node, tenant: string): void {
+    if (n.tenants.includes(tenant)) return;
+    // A new array of exactly the tenants: `push` would reserve 16 more slots on every node.
+    n.tenants = [...n.tenants, tenant];
+    this.perTenant.set(tenant, (this.perTenant.get(tenant) ?? 0) + n.label.length);
+    this.estimate += TENANT_BYTES;
   }
 
   /** Moves `n` (listed or not yet) to the newest end of the recency list. */
@@ -216,7 +217,7 @@ export class RadixTree {
       label: ownCopy(n.label.slice(0, at)),
       parent,
       children: new Map(),
-      tenants: new Map(n.tenants),
+      tenants: n.tenants.slice(),
       older: null,
       newer: null,
     };
@@ -224,7 +225,7 @@ export class RadixTree {
     n.label = ownCopy(n.label.slice(at));
     n.parent = upper;
     this.estimate += labelBytes(n.label) + nodeBytes(upper) + CHILD_MAP_BYTES;
-    this.estimate += upper.tenants.size * TENANT_BYTES;
+    this.estimate += upper.tenants.length * TENANT_BYTES;
     (upper.children as Map<number, Node>).set(n.label.charCodeAt(0), n);
     (parent.children as Map<number, Node>).set(upper.label.charCodeAt(0), upper);
     return upper;
@@ -244,8 +245,8 @@ export class RadixTree {
     this.unlist(n);
     const len = n.label.length;
     this.chars -= len;
-    this.estimate -= nodeBytes(n) + n.tenants.size * TENANT_BYTES;
-    for (const t of n.tenants.keys()) {
+    this.estimate -= nodeBytes(n) + n.tenants.length * TENANT_BYTES;
+    for (const t of n.tenants) {
       const left = (this.perTenant.get(t) ?? 0) - len;
       if (left > 0) this.perTenant.set(t, left);
       else this.perTenant.delete(t);

@@ -7,8 +7,8 @@ export interface Node {
   parent: Node | null;
   /** First code unit of the child's label → child. */
   children: Map<number, Node> | null;
-  /** Tenant → last time it was sent a prompt through this node. */
-  tenants: Map<string, number>;
+  /** The tenants (workers) sent a prompt through this node, in no order: few, so an array. */
+  tenants: string[];
   /** Neighbours in the recency list (null at its ends, and for the root, which is not in it). */
   older: Node | null;
   newer: Node | null;
@@ -42,7 +42,7 @@ export interface Walk {
 export function best({ path, ends }: Walk, accept: (tenant: string) => boolean): PrefixMatch {
   for (let i = path.length - 1; i >= 0; i--) {
     const tenants: string[] = [];
-    for (const t of (path[i] as Node).tenants.keys()) if (accept(t)) tenants.push(t);
+    for (const t of (path[i] as Node).tenants) if (accept(t)) tenants.push(t);
     if (tenants.length > 0) return { matched: ends[i] as number, tenants };
   }
   return { matched: 0, tenants: [] };

@@ -19,8 +19,8 @@ describe('RadixTree.matchAndInsert', () => {
   it('walks the text down the tree once', () => {
     const t = new RadixTree();
     const system = `system: ${'be brief. '.repeat(50)}\n`;
-    t.insert(`${system}user: first question\n`, 'a', 1);
-    t.insert(`${system}user: second question\n`, 'b', 2);
+    t.insert(`${system}user: first question\n`, 'a');
+    t.insert(`${system}user: second question\n`, 'b');
     const text = `${system}user: second question\nassistant: an answer\nuser: third\n`;
     labels.compares = 0;
     t.match(text, () => true);
@@ -36,7 +36,6 @@ describe('RadixTree.matchAndInsert', () => {
         matched = m.matched;
         return 'b';
       },
-      3,
     );
     expect(labels.compares).toBe(perWalk);
     expect(matched).toBe(`${system}user: second question\n`.length);

@@ -6,8 +6,8 @@ const all = () => true;
 describe('RadixTree', () => {
   it('matches the longest prefix and reports who holds it', () => {
     const t = new RadixTree();
-    t.insert('hello world', 'a', 1);
-    t.insert('hello there', 'b', 2);
+    t.insert('hello world', 'a');
+    t.insert('hello there', 'b');
     expect(t.match('hello world, again', all)).toEqual({ matched: 11, tenants: ['a'] });
     expect(t.match('hello th', all)).toEqual({ matched: 8, tenants: ['b'] });
     const shared = t.match('hello you', all);
@@ -40,7 +40,7 @@ describe('RadixTree', () => {
     for (let i = 0; i < 60; i++) {
       const s = variant();
       inserted.push(s);
-      t.insert(s, `w${i % 3}`, i);
+      t.insert(s, `w${i % 3}`);
     }
     const lcp = (a: string, b: string) => {
       let i = 0;
@@ -56,18 +56,18 @@ describe('RadixTree', () => {
 
   it('falls back to a shorter prefix held by an accepted tenant', () => {
     const t = new RadixTree();
-    t.insert('abcdef', 'a', 1);
-    t.insert('abcxyz', 'b', 2);
+    t.insert('abcdef', 'a');
+    t.insert('abcxyz', 'b');
     expect(t.match('abcdef', (x) => x !== 'a')).toEqual({ matched: 3, tenants: ['b'] });
     expect(t.match('abcdef', () => false)).toEqual({ matched: 0, tenants: [] });
   });
 
   it('evicts least-recently-used leaves first, down to the target', () => {
     const t = new RadixTree();
-    t.insert(`old-${'x'.repeat(100)}`, 'a', 1);
-    t.insert(`new-${'y'.repeat(100)}`, 'a', 2);
-    t.insert(`mid-${'z'.repeat(100)}`, 'b', 3);
-    t.insert(`old-${'x'.repeat(100)}`, 'b', 4); // touched again: now the most recent
+    t.insert(`old-${'x'.repeat(100)}`, 'a');
+    t.insert(`new-${'y'.repeat(100)}`, 'a');
+    t.insert(`mid-${'z'.repeat(100)}`, 'b');
+    t.insert(`old-${'x'.repeat(100)}`, 'b'); // touched again: now the most recent
     expect(t.size).toBe(312);
     t.evict(250);
     expect(t.size).toBe(208);
@@ -79,8 +79,8 @@ describe('RadixTree', () => {
 
   it('evicts a parent once its last child is gone', () => {
     const t = new RadixTree();
-    t.insert('prefix-one', 'a', 1);
-    t.insert('prefix-two', 'a', 2);
+    t.insert('prefix-one', 'a');
+    t.insert('prefix-two', 'a');
     t.evict(0);
     expect(t.size).toBe(0);
     expect(t.tenantSizes().size).toBe(0);
@@ -91,7 +91,7 @@ describe('RadixTree', () => {
     const t = new RadixTree();
     const max = 5_000;
     for (let i = 0; i < 2_000; i++) {
-      t.insert(`conversation ${i % 50}: ${'lorem ipsum '.repeat(i % 13)} turn ${i}`, `w${i % 4}`, i);
+      t.insert(`conversation ${i % 50}: ${'lorem ipsum '.repeat(i % 13)} turn ${i}`, `w${i % 4}`);
       if (t.size > max) t.evict(max);
       expect(t.size).toBeLessThanOrEqual(max);
     }
@@ -102,8 +102,8 @@ describe('RadixTree', () => {
 
   it('removes a tenant, dropping nodes nobody else holds', () => {
     const t = new RadixTree();
-    t.insert('shared-a', 'a', 1);
-    t.insert('shared-b', 'b', 2);
+    t.insert('shared-a', 'a');
+    t.insert('shared-b', 'b');
     t.removeTenant('a');
     expect(t.size).toBe(8);
     expect(t.tenantSizes().has('a')).toBe(false);
@@ -125,7 +125,7 @@ describe('RadixTree', () => {
       const text = Array.from({ length: 1 + Math.floor(rand() * 5) }, () => word().join('')).join(' ');
       const tenant = `w${Math.floor(rand() * 4)}`;
       const expected = twoWalks.match(text, accept);
-      twoWalks.insert(text, tenant, i);
+      twoWalks.insert(text, tenant);
       let seen: unknown;
       oneWalk.matchAndInsert(
         text,
@@ -134,7 +134,6 @@ describe('RadixTree', () => {
           seen = m;
           return tenant;
         },
-        i,
       );
       expect(seen).toEqual(expected);
       if (i % 50 === 49) {

@@ -32,12 +32,12 @@ describe('prefix tree memory estimate', () => {
 
   it('charges every node, label, tenant and children map, not just the characters', () => {
     const t = new RadixTree();
-    t.insert('system prompt, then question one', 'a', 1);
+    t.insert('system prompt, then question one', 'a');
     // One leaf under the root: the node, its label, one tenant, the root's children map.
     expect(t.bytes).toBe(
       CHILD_MAP_BYTES + NODE_BYTES + labelBytes('system prompt, then question one') + TENANT_BYTES,
     );
-    t.insert('system prompt, then question two', 'b', 2);
+    t.insert('system prompt, then question two', 'b');
     // A split: an inner node (with its children map) holding both tenants, two leaves.
     const expected =
       2 * CHILD_MAP_BYTES +
@@ -50,7 +50,7 @@ describe('prefix tree memory estimate', () => {
     expect(t.size).toBe('system prompt, then question '.length + 6);
     // A distinct prompt costs hundreds of bytes though it adds a few characters.
     const before = t.bytes;
-    t.insert('system prompt, then question three', 'a', 3);
+    t.insert('system prompt, then question three', 'a');
     expect(t.bytes - before).toBeGreaterThanOrEqual(NODE_BYTES + TENANT_BYTES);
     expect(NODE_BYTES).toBeGreaterThan(100);
   });
@@ -59,7 +59,7 @@ describe('prefix tree memory estimate', () => {
     const t = new RadixTree();
     for (let i = 0; i < 3000; i++) {
       const text = `${word(3)} ${word(Math.floor(rand() * 60))}${i % 7 === 0 ? ' 你好' : ''}`;
-      t.insert(text, `w${Math.floor(rand() * 3)}`, i);
+      t.insert(text, `w${Math.floor(rand() * 3)}`);
       if (i % 500 === 499) t.evict(Number.POSITIVE_INFINITY, t.bytes * 0.6);
       if (i % 1000 === 999) t.removeTenant('w1');
       if (i % 100 === 0) expect(t.stats().bytes).toBe(t.bytes);
@@ -77,9 +77,9 @@ describe('prefix tree memory estimate', () => {
   it('evicts by recency without a scan: a recently used path survives, inner nodes go after their leaves', () => {
     const t = new RadixTree();
     const shared = 'system: the shared prompt of every conversation. ';
-    for (let i = 0; i < 200; i++) t.insert(`${shared}user ${i}: ${word(30)}`, 'a', i);
+    for (let i = 0; i < 200; i++) t.insert(`${shared}user ${i}: ${word(30)}`, 'a');
     const recent = `${shared}user 0: the newest turn`;
-    t.insert(recent, 'a', 1000); // touches the shared prefix and the `user ` inner nodes again
+    t.insert(recent, 'a'); // touches the shared prefix and the `user ` inner nodes again
     const oneLeaf = NODE_BYTES + TENANT_BYTES + CHILD_MAP_BYTES + 200;
     t.evict(Number.POSITIVE_INFINITY, oneLeaf * 3);
     expect(t.match(recent, all).matched).toBe(recent.length);
@@ -91,14 +91,14 @@ describe('prefix tree memory estimate', () => {
 
   it('keeps each inner node newer than its children: the shared prefix outlives its leaves', () => {
     const t = new RadixTree();
-    t.insert('shared prefix / first question', 'a', 1);
-    t.insert('shared prefix / second question', 'a', 2);
-    t.insert('another prompt entirely, newest of all', 'a', 3);
+    t.insert('shared prefix / first question', 'a');
+    t.insert('shared prefix / second question', 'a');
+    t.insert('another prompt entirely, newest of all', 'a');
     // Two evictions: the oldest leaf, then the next oldest, which must be the other leaf, not the
     // inner node above it (that would take the newer leaf with it).
     const prefixOnly = new RadixTree();
-    prefixOnly.insert('shared prefix / ', 'a', 0);
-    prefixOnly.insert('another prompt entirely, newest of all', 'a', 0);
+    prefixOnly.insert('shared prefix / ', 'a');
+    prefixOnly.insert('another prompt entirely, newest of all', 'a');
     t.evict(Number.POSITIVE_INFINITY, prefixOnly.bytes);
     expect(t.match('shared prefix / second question', all).matched).toBe('shared prefix / '.length);
     expect(t.match('another prompt entirely, newest of all', all).matched).toBe(38);
@@ -106,7 +106,7 @@ describe('prefix tree memory estimate', () => {
 
   it('evicts least-recently-used leaves by estimated bytes, whatever the character count', () => {
     const t = new RadixTree();
-    for (let i = 0; i < 1000; i++) t.insert(`prompt ${i} ${word(20)}`, 'a', i);
+    for (let i = 0; i < 1000; i++) t.insert(`prompt ${i} ${word(20)}`, 'a');
     const full = t.bytes;
     t.evict(Number.POSITIVE_INFINITY, full / 2);
     expect(t.bytes).toBeLessThanOrEqual(full / 2);
