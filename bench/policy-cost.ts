@@ -248,8 +248,7 @@ function walkRow(size: number) {
     tree.match(text, all);
     tree.insert(text, tenant(k));
   };
-  const one = (tree: RadixTree, text: string, k: number) =>
-    tree.matchAndInsert(text, all, () => tenant(k));
+  const one = (tree: RadixTree, text: string, k: number) => tree.matchAndInsert(text, all, () => tenant(k));
   const out = { match: [] as number[], two: [] as number[], one: [] as number[], diverge: [] as number[] };
   for (let r = 0; r < REPEATS; r++) {
     out.match.push(timed(through, (tree, text) => tree.match(text, all)));

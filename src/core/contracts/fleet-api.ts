@@ -6,6 +6,7 @@
  */
 
 import type { RouterConfig } from '../config/schema.ts';
+import type { RoutingText } from './routing-text.ts';
 
 export type MaybePromise<T> = T | Promise<T>;
 
@@ -96,8 +97,8 @@ export interface RouteInput {
   avoid?: readonly string[];
   /** The request streams its answer (latency is compared within the same class). */
   stream?: boolean;
-  /** Text used by content-aware policies (prompt / messages), when a policy needs it. */
-  text?: string;
+  /** Text used by content-aware policies (prompt / messages), when a policy needs it: its parts, unjoined. */
+  text?: RoutingText;
   /** Key for the hashing policies: session/user/tenant/correlation/request/trace headers, then body fields. */
   routingKey?: string;
   /** Stable session id for the sticky policies: session/user/tenant/correlation headers, then body fields. */

@@ -20,6 +20,7 @@
  * vllm_router_tree_bytes{pool} (the estimate the bound applies to).
  */
 import type { RouteInput } from '../contracts/fleet-api.ts';
+import { joinText, textLength, textPrefix } from '../contracts/routing-text.ts';
 import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
 import { addGaugeSource, cacheCounters } from './policy-metrics.ts';
 import { type PrefixMatch, RadixTree } from './radix-tree.ts';
@@ -89,14 +90,16 @@ export function createCacheAware(ctx: PolicyContext): Policy {
         nextEviction = now + intervalMs;
       }
       const full = input.text;
-      if (!full) return ties.pick(candidates);
-      const text = full.length > maxTextChars ? full.slice(0, maxTextChars) : full;
+      const length = full === undefined ? 0 : textLength(full);
+      if (full === undefined || length === 0) return ties.pick(candidates);
+      const text = length > maxTextChars ? textPrefix(full, maxTextChars) : full;
+      const tracked = Math.min(length, maxTextChars);
 
       // One walk of the tree: the match decides the worker, then the text is recorded for it.
       const byId = candidateLookup(candidates);
       let chosen = candidates[0] as PolicyWorker;
       const choose = (match: PrefixMatch): string => {
-        if (match.matched / text.length > cacheThreshold) {
+        if (match.matched / tracked > cacheThreshold) {
           counters.hits.inc();
           chosen = ties.pick(match.tenants.map((id) => byId(id) as PolicyWorker));
         } else {
@@ -108,11 +111,11 @@ export function createCacheAware(ctx: PolicyContext): Policy {
       };
       tree.matchAndInsert(text, (id) => byId(id) !== undefined, choose);
       tree.evict(maxTreeSize, maxTreeBytes);
-      ctx.sharing?.prefixRecorded(ctx.pool, text, chosen.id);
+      ctx.sharing?.prefixRecorded(ctx.pool, joinText(text), chosen.id);
       return chosen;
     },
     recordPrefix(text: string, workerId: string) {
-      tree.insert(text.length > maxTextChars ? text.slice(0, maxTextChars) : text, workerId);
+      tree.insert(textPrefix(text, maxTextChars), workerId);
       tree.evict(maxTreeSize, maxTreeBytes);
     },
     onWorkerRemoved(workerId: string) {

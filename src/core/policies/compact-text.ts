@@ -7,6 +7,7 @@
  * form as it would on the text, at block granularity, and an 8 KB prompt travels as 256 characters.
  * The characters lie in U+4000..U+BFFF: no surrogates, so every encoding keeps them intact.
  */
+import type { RoutingText } from '../contracts/routing-text.ts';
 
 export const COMPACT_BLOCK_CHARS = 64;
 
@@ -14,18 +15,23 @@ const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 const BASE = 0x4000;
 
-export function compactRoutingText(text: string, blockChars = COMPACT_BLOCK_CHARS): string {
+export function compactRoutingText(text: RoutingText, blockChars = COMPACT_BLOCK_CHARS): string {
   const out: string[] = [];
-  let h = FNV_OFFSET;
-  for (let start = 0; start < text.length; start += blockChars) {
-    const end = Math.min(text.length, start + blockChars);
-    for (let i = start; i < end; i++) {
-      h ^= text.charCodeAt(i);
-      h = Math.imul(h, FNV_PRIME) >>> 0;
-    }
-    // A partial last block hashes differently from the same characters followed by more.
-    const block = end - start === blockChars ? h : Math.imul(h ^ 0xff, FNV_PRIME) >>> 0;
+  const emit = (block: number) =>
     out.push(String.fromCharCode(BASE + (block >>> 17), BASE + ((block >>> 2) & 0x7fff)));
+  let h = FNV_OFFSET;
+  let filled = 0; // characters of the current block hashed so far
+  for (const part of typeof text === 'string' ? [text] : text) {
+    for (let i = 0; i < part.length; i++) {
+      h ^= part.charCodeAt(i);
+      h = Math.imul(h, FNV_PRIME) >>> 0;
+      if (++filled === blockChars) {
+        emit(h);
+        filled = 0;
+      }
+    }
   }
+  // A partial last block hashes differently from the same characters followed by more.
+  if (filled > 0) emit(Math.imul(h ^ 0xff, FNV_PRIME) >>> 0);
   return out.join('');
 }

@@ -8,6 +8,7 @@
  * least-loaded worker.
  */
 import type { RouteInput } from '../contracts/fleet-api.ts';
+import { joinText } from '../contracts/routing-text.ts';
 import { hash32 } from './hash.ts';
 import type { Policy, PolicyWorker } from './policy.ts';
 import { TieBreaker } from './tie-break.ts';
@@ -17,7 +18,8 @@ export const VIRTUAL_NODES = 160;
 /** The hashing key of a request: its routing key, else its routing text. */
 export function hashKeyOf(input: RouteInput): string | undefined {
   if (input.routingKey) return input.routingKey;
-  return input.text ? input.text : undefined;
+  const text = input.text === undefined ? '' : joinText(input.text);
+  return text === '' ? undefined : text;
 }
 
 export class HashRing {

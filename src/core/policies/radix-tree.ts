@@ -2,7 +2,8 @@
  * The approximate prefix cache of one pool: a character radix tree whose nodes record which workers
  * (tenants) were sent a prompt through them. Labels are flat copies (`ownCopy`),
  * so a node never keeps a whole request text alive. Matching compares whole labels as strings (a
- * memory compare) and bisects only where the text diverges.
+ * memory compare) and bisects only where the text diverges. A text given in parts (a chat's role
+ * labels and messages) is read in place, part by part (tree-text.ts): never joined.
  *
  * Two sizes are kept, both exact sums updated on every change: `size`, the characters held (what
  * vLLM Router's --max-tree-size counts), and `bytes`, the estimated memory of every node, label,
@@ -14,6 +15,7 @@
  * targets (a parent whose last child went becomes a leaf, already in its place): O(1) per node
  * evicted, O(depth) per insert, no scan of the tree.
  */
+import type { RoutingText } from '../contracts/routing-text.ts';
 import { ownCopy } from './tree-labels.ts';
 import { CHILD_MAP_BYTES, labelBytes, TENANT_BYTES } from './tree-memory.ts';
 import {
@@ -25,6 +27,7 @@ import {
   type Walk,
   walkDown,
 } from './tree-node.ts';
+import { TextReader } from './tree-text.ts';
 
 export type { PrefixMatch, TreeStats } from './tree-node.ts';
 
@@ -56,13 +59,14 @@ export class RadixTree {
   }
 
   /** The longest prefix of `text` held by a tenant that `accept` takes. */
-  match(text: string, accept: (tenant: string) => boolean): PrefixMatch {
-    return best(walkDown(this.root, text), accept);
+  match(text: RoutingText, accept: (tenant: string) => boolean): PrefixMatch {
+    return best(walkDown(this.root, new TextReader(text)), accept);
   }
 
   /** Records that `tenant` was sent `text`. */
-  insert(text: string, tenant: string): void {
-    this.record(text, walkDown(this.root, text), tenant);
+  insert(text: RoutingText, tenant: string): void {
+    const reader = new TextReader(text);
+    this.record(reader, walkDown(this.root, reader), tenant);
   }
 
   /**
@@ -70,16 +74,17 @@ export class RadixTree {
    * followed by `insert` does, with one walk (one compare of the text with the labels) instead of two.
    */
   matchAndInsert(
-    text: string,
+    text: RoutingText,
     accept: (tenant: string) => boolean,
     choose: (match: PrefixMatch) => string,
   ): void {
-    const walk = walkDown(this.root, text);
-    this.record(text, walk, choose(best(walk, accept)));
+    const reader = new TextReader(text);
+    const walk = walkDown(this.root, reader);
+    this.record(reader, walk, choose(best(walk, accept)));
   }
 
   /** Adds `text` for `tenant` along its walk: a node matched in part is split, the rest is a new leaf. */
-  private record(text: string, walk: Walk, tenant: string): void {
+  private record(text: TextReader, walk: Walk, tenant: string): void {
     const { path, ends } = walk;
     let node = this.root;
     let pos = 0;
@@ -95,7 +100,7 @@ export class RadixTree {
       pos = end;
     }
     if (pos < text.length) {
-      const label = ownCopy(text.slice(pos));
+      const label = text.rest(pos);
       const leaf: Node = {
         label,
         parent: node,

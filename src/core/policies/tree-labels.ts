@@ -10,24 +10,25 @@ export function ownCopy(s: string): string {
 }
 
 /**
- * Length of the common prefix of `label` and `text` from `pos`. Slices are views and `===` on
- * flat strings is a memory compare, tens of times faster than a character loop (or `startsWith`)
- * on long prompts; a divergence inside a label is found by bisection, in time linear in the label.
+ * Length of the common prefix of `label` from `from` and `text` from `pos`, at most `max` (which
+ * both have room for). Slices are views and `===` on flat strings is a memory compare, tens of
+ * times faster than a character loop (or `startsWith`) on long prompts; a divergence is found by
+ * bisection, in time linear in `max`.
  */
-export function commonLength(label: string, text: string, pos: number): number {
-  const max = Math.min(label.length, text.length - pos);
-  if (text.slice(pos, pos + max) === (max === label.length ? label : label.slice(0, max))) return max;
-  let lo = 0; // label[0, lo) matches
-  let hi = max - 1; // label[0, hi + 1) does not
+export function commonLength(label: string, from: number, text: string, pos: number, max: number): number {
+  const whole = from === 0 && max === label.length;
+  if (text.slice(pos, pos + max) === (whole ? label : label.slice(from, from + max))) return max;
+  let lo = 0; // [0, lo) matches
+  let hi = max - 1; // [0, hi + 1) does not
   while (lo < hi) {
     if (hi - lo < 32) {
-      while (lo < hi && label.charCodeAt(lo) === text.charCodeAt(pos + lo)) lo++;
+      while (lo < hi && label.charCodeAt(from + lo) === text.charCodeAt(pos + lo)) lo++;
       return lo;
     }
-    // label[0, lo) is known to match: only [lo, mid) is compared, so the bisection reads each
+    // [0, lo) is known to match: only [lo, mid) is compared, so the bisection reads each
     // character about twice in all, not log2(length) times.
     const mid = (lo + hi + 1) >>> 1;
-    if (text.slice(pos + lo, pos + mid) === label.slice(lo, mid)) lo = mid;
+    if (text.slice(pos + lo, pos + mid) === label.slice(from + lo, from + mid)) lo = mid;
     else hi = mid - 1;
   }
   return lo;

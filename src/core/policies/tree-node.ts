@@ -1,6 +1,6 @@
 /** The prefix tree's nodes, and the read-only walk of a text down them (radix-tree.ts). */
-import { commonLength } from './tree-labels.ts';
 import { labelBytes, NODE_BYTES } from './tree-memory.ts';
+import type { TextReader } from './tree-text.ts';
 
 export interface Node {
   label: string;
@@ -54,15 +54,15 @@ export function nodeBytes(n: Node): number {
 }
 
 /** The nodes `text` runs through from `root`; the last one may match only in part. */
-export function walkDown(root: Node, text: string): Walk {
+export function walkDown(root: Node, text: TextReader): Walk {
   const path: Node[] = [];
   const ends: number[] = [];
   let node = root;
   let pos = 0;
   while (pos < text.length) {
-    const child = node.children?.get(text.charCodeAt(pos));
+    const child = node.children?.get(text.codeAt(pos));
     if (!child) break;
-    const common = commonLength(child.label, text, pos);
+    const common = text.common(child.label, pos);
     pos += common;
     path.push(child);
     ends.push(pos);

@@ -1,7 +1,8 @@
 /**
  * What the policies read from a request (DESIGN §6), computed once and only for what the
  * configured policies need:
- * - text: the routing text. Completions: `prompt` (arrays joined); chat: every message's text
+ * - text: the routing text, as the request's strings in order (never joined: routing-text.ts).
+ *   Completions: `prompt` (arrays joined); chat: every message's text
  *   (system, user, assistant with its tool calls, tool; the text parts of multimodal content) as
  *   `role: text` lines; generate: `text`, `prompt` or `input_ids`; responses: `instructions`
  *   then the input texts. Other routes: the first of messages / prompt / input / text found.
@@ -19,12 +20,13 @@
  * batch nested deeper than MAX_PROMPT_DEPTH is a 400 (the walk is bounded, never a stack overflow).
  */
 import { RouterError } from '../contracts/errors.ts';
+import type { RoutingText } from '../contracts/routing-text.ts';
 import type { PolicyNeeds } from '../policies/policy.ts';
 import { utf8Length } from '../policies/session-table.ts';
 import { CappedText } from './capped-text.ts';
 
 export interface RoutingInput {
-  text?: string;
+  text?: RoutingText;
   routingKey?: string;
   sessionId?: string;
 }
@@ -200,7 +202,7 @@ function collectText(body: Json, route: string, out: CappedText): void {
   else otherText(body, out);
 }
 
-/** The routing text of a request body, at most MAX_ROUTING_TEXT_CHARS characters (capped-text.ts). */
+/** The routing text of a request body as one string, at most MAX_ROUTING_TEXT_CHARS characters. */
 export function routingText(body: Json, route: string): string {
   const out = new CappedText();
   collectText(body, route, out);
@@ -225,8 +227,9 @@ export function extractRoutingInput(
 ): RoutingInput {
   const out: RoutingInput = {};
   if (needs.text) {
-    const text = routingText(body, route);
-    if (text !== '') out.text = text;
+    const text = new CappedText();
+    collectText(body, route, text);
+    if (!text.empty) out.text = text.value();
   }
   if (needs.routingKey) {
     const key = capped(firstKey(body, header, ROUTING_KEY_HEADERS, sessionKey), maxKeyBytes);

@@ -6,9 +6,9 @@ vi.mock('../../../src/core/policies/tree-labels.ts', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../../src/core/policies/tree-labels.ts')>();
   return {
     ...real,
-    commonLength: (label: string, text: string, pos: number) => {
+    commonLength: (...args: Parameters<typeof real.commonLength>) => {
       labels.compares++;
-      return real.commonLength(label, text, pos);
+      return real.commonLength(...args);
     },
   };
 });

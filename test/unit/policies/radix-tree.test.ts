@@ -127,14 +127,10 @@ describe('RadixTree', () => {
       const expected = twoWalks.match(text, accept);
       twoWalks.insert(text, tenant);
       let seen: unknown;
-      oneWalk.matchAndInsert(
-        text,
-        accept,
-        (m) => {
-          seen = m;
-          return tenant;
-        },
-      );
+      oneWalk.matchAndInsert(text, accept, (m) => {
+        seen = m;
+        return tenant;
+      });
       expect(seen).toEqual(expected);
       if (i % 50 === 49) {
         twoWalks.evict(twoWalks.size * 0.8);

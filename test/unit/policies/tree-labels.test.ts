@@ -1,5 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { commonLength, ownCopy } from '../../../src/core/policies/tree-labels.ts';
+import { commonLength as commonFrom, ownCopy } from '../../../src/core/policies/tree-labels.ts';
+
+/** The label from its start against the text from `pos`, as far as both go. */
+const commonLength = (label: string, text: string, pos: number) =>
+  commonFrom(label, 0, text, pos, Math.min(label.length, text.length - pos));
 
 const lcp = (label: string, text: string, pos: number) => {
   let i = 0;
