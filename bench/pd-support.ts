@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,8 +26,21 @@ const TICK_MS = (() => {
   }
 })();
 
-/** utime + stime of a process (all its threads), in ms. */
+/**
+ * CPU time of a process (all its threads), in ms: the scheduler's nanosecond run time of each
+ * thread (/proc/<pid>/task/<tid>/schedstat), else utime + stime, which count whole clock ticks
+ * (10 ms: a burst of 1,000 requests at 100 µs each would be read to within 10 %).
+ */
 export function processCpuMs(pid: number): number {
+  try {
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    }
+    if (Number.isFinite(ns) && ns > 0) return ns / 1e6;
+  } catch {
+    // no schedstat (or the process is gone): the tick counts below
+  }
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
