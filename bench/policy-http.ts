@@ -2,6 +2,7 @@
  * What `cache_aware` costs over `round_robin` end to end, over real HTTP, as prompts grow:
  *   npm run bench:policy-http     # SIZES=512,8192,65536 BURSTS=10 N=1000 C=32 SYSTEM_PROMPTS=8
  *   POLICIES=cache_aware,cache_aware npm run bench:policy-http   # the same policy twice: the harness's own bias
+ *   POLICIES=cache_aware,cache_aware FLAGS_A='--max-tree-bytes 1048576' npm run bench:policy-http
  *
  * The floor (bench/floor-proxy.ts) and two Node routers, one with `cache_aware` (the default) and
  * one with `round_robin`, run at once on CPU 0 in front of two zero-latency simulated engines
@@ -37,6 +38,8 @@ const C = Number(process.env.C ?? 32);
 const SYSTEM_PROMPTS = Number(process.env.SYSTEM_PROMPTS ?? 8);
 /** The two routers' policies: the first is the one measured against the second. */
 const [A, B] = (process.env.POLICIES ?? 'cache_aware,round_robin').split(',') as [string, string];
+/** More flags for each router (FLAGS_A='--max-tree-bytes 1048576'), to measure what a setting costs. */
+const flagsOf = (v: string | undefined) => (v ?? '').split(' ').filter((f) => f !== '');
 
 const { rand, words } = promptWords(7);
 
@@ -68,8 +71,12 @@ try {
   const urls = engines.map((e) => e.url);
   await configureEngines(engines, { 'ttft-ms': 0, 'itl-ms': 0 });
   servers.push(await startFloor(ROOT, urls, 0));
-  servers.push(await startRouter(ROOT, `${A} (1)`, urls, ['--policy', A], 0));
-  servers.push(await startRouter(ROOT, `${B} (2)`, urls, ['--policy', B], 0));
+  servers.push(
+    await startRouter(ROOT, `${A} (1)`, urls, ['--policy', A, ...flagsOf(process.env.FLAGS_A)], 0),
+  );
+  servers.push(
+    await startRouter(ROOT, `${B} (2)`, urls, ['--policy', B, ...flagsOf(process.env.FLAGS_B)], 0),
+  );
   console.log(
     `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} interleaved bursts of ${N} requests at c${C} per size; ` +
       `${SYSTEM_PROMPTS} system prompts, every user turn new; ${PIN ? 'proxies on CPU 0' : 'no pinning'}\n`,

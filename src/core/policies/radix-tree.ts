@@ -20,12 +20,17 @@ import { ownCopy } from './tree-labels.ts';
 import { CHILD_MAP_BYTES, labelBytes, TENANT_BYTES } from './tree-memory.ts';
 import {
   best,
+  holds,
   type Node,
   nodeBytes,
   type PrefixMatch,
   type TreeStats,
+  tenantCount,
+  tenantsOf,
   type Walk,
   walkDown,
+  withoutTenant,
+  withTenant,
 } from './tree-node.ts';
 import { TextReader } from './tree-text.ts';
 
@@ -140,11 +145,10 @@ export class RadixTree {
       const n = stack.pop() as Node;
       if (!n.children) continue;
       for (const c of [...n.children.values()]) {
-        const at = c.tenants.indexOf(tenant);
-        if (at < 0) continue;
-        c.tenants.splice(at, 1);
+        if (!holds(c, tenant)) continue;
+        c.tenants = withoutTenant(c.tenants, tenant);
         this.estimate -= TENANT_BYTES;
-        if (c.tenants.length === 0) this.detachSubtree(c);
+        if (tenantCount(c) === 0) this.detachSubtree(c);
         else stack.push(c);
       }
     }
@@ -174,9 +178,9 @@ export class RadixTree {
       }
       if (n === this.root) continue;
       out.nodes++;
-      out.tenantEntries += n.tenants.length;
+      out.tenantEntries += tenantCount(n);
       out.chars += n.label.length;
-      out.bytes += nodeBytes(n) + n.tenants.length * TENANT_BYTES;
+      out.bytes += nodeBytes(n) + tenantCount(n) * TENANT_BYTES;
     }
     return out;
   }
@@ -189,9 +193,8 @@ export class RadixTree {
   }
 
   private touch(n: Node, tenant: string): void {
-    if (n.tenants.includes(tenant)) return;
-    // A new array of exactly the tenants: `push` would reserve 16 more slots on every node.
-    n.tenants = [...n.tenants, tenant];
+    if (holds(n, tenant)) return;
+    n.tenants = withTenant(n.tenants, tenant);
     this.perTenant.set(tenant, (this.perTenant.get(tenant) ?? 0) + n.label.length);
     this.estimate += TENANT_BYTES;
   }
@@ -222,7 +225,7 @@ export class RadixTree {
       label: ownCopy(n.label.slice(0, at)),
       parent,
       children: new Map(),
-      tenants: n.tenants.slice(),
+      tenants: n.tenants,
       older: null,
       newer: null,
     };
@@ -230,7 +233,7 @@ export class RadixTree {
     n.label = ownCopy(n.label.slice(at));
     n.parent = upper;
     this.estimate += labelBytes(n.label) + nodeBytes(upper) + CHILD_MAP_BYTES;
-    this.estimate += upper.tenants.length * TENANT_BYTES;
+    this.estimate += tenantCount(upper) * TENANT_BYTES;
     (upper.children as Map<number, Node>).set(n.label.charCodeAt(0), n);
     (parent.children as Map<number, Node>).set(upper.label.charCodeAt(0), upper);
     return upper;
@@ -250,8 +253,8 @@ export class RadixTree {
     this.unlist(n);
     const len = n.label.length;
     this.chars -= len;
-    this.estimate -= nodeBytes(n) + n.tenants.length * TENANT_BYTES;
-    for (const t of n.tenants) {
+    this.estimate -= nodeBytes(n) + tenantCount(n) * TENANT_BYTES;
+    for (const t of tenantsOf(n)) {
       const left = (this.perTenant.get(t) ?? 0) - len;
       if (left > 0) this.perTenant.set(t, left);
       else this.perTenant.delete(t);

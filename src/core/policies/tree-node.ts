@@ -2,13 +2,18 @@
 import { labelBytes, NODE_BYTES } from './tree-memory.ts';
 import type { TextReader } from './tree-text.ts';
 
+export type Tenants = string | readonly string[];
+
 export interface Node {
   label: string;
   parent: Node | null;
   /** First code unit of the child's label → child. */
   children: Map<number, Node> | null;
-  /** The tenants (workers) sent a prompt through this node, in no order: few, so an array. */
-  tenants: string[];
+  /**
+   * The tenants (workers) sent a prompt through this node, in no order: one as a plain string (most
+   * nodes: no array to allocate, keep or reach through), several as an array of exactly them.
+   */
+  tenants: Tenants;
   /** Neighbours in the recency list (null at its ends, and for the root, which is not in it). */
   older: Node | null;
   newer: Node | null;
@@ -41,11 +46,36 @@ export interface Walk {
 /** Tenants of a node also hold every ancestor, so the deepest node with an accepted tenant wins. */
 export function best({ path, ends }: Walk, accept: (tenant: string) => boolean): PrefixMatch {
   for (let i = path.length - 1; i >= 0; i--) {
-    const tenants: string[] = [];
-    for (const t of (path[i] as Node).tenants) if (accept(t)) tenants.push(t);
+    const held = (path[i] as Node).tenants;
+    const tenants = typeof held === 'string' ? (accept(held) ? [held] : []) : held.filter(accept);
     if (tenants.length > 0) return { matched: ends[i] as number, tenants };
   }
   return { matched: 0, tenants: [] };
+}
+
+export function tenantsOf(n: Node): readonly string[] {
+  return typeof n.tenants === 'string' ? [n.tenants] : n.tenants;
+}
+
+export function tenantCount(n: Node): number {
+  return typeof n.tenants === 'string' ? 1 : n.tenants.length;
+}
+
+export function holds(n: Node, tenant: string): boolean {
+  return typeof n.tenants === 'string' ? n.tenants === tenant : n.tenants.includes(tenant);
+}
+
+/** `held` and `tenant` (not in `held`): a new array of exactly them (`push` would reserve 16 slots). */
+export function withTenant(held: Tenants, tenant: string): Tenants {
+  if (typeof held === 'string') return [held, tenant];
+  return held.length === 0 ? tenant : [...held, tenant];
+}
+
+/** `held` without `tenant`. */
+export function withoutTenant(held: Tenants, tenant: string): Tenants {
+  if (typeof held === 'string') return held === tenant ? [] : held;
+  const left = held.filter((t) => t !== tenant);
+  return left.length === 1 ? (left[0] as string) : left;
 }
 
 /** The memory of a node without its tenants and children map. */
