@@ -1,8 +1,8 @@
 /**
  * Two builds of the router side by side, and the floor: what one change bought, measured on a noisy
  * machine. All three proxies run at once on CPU 0 (engines and load on CPU 1); short closed-loop
- * bursts go to each in turn, alternating the order, and each proxy's CPU time (utime + stime from
- * /proc) is summed over its bursts, so drift in the machine's speed falls on all three alike.
+ * bursts go to each in turn, alternating the order, and each proxy's CPU time (its threads' run
+ * time from /proc) is summed over its bursts, so drift in the machine's speed falls on all three alike.
  *
  *   npm run bench:ab -- <git revision>   # that revision (built in a temporary worktree) against
  *                                        # the working tree's dist/ (npm run build first)

@@ -1,8 +1,8 @@
 /**
  * CPU per request measured with interleaved bursts: every proxy runs at once (all on CPU 0 when
  * pinned), closed-loop bursts of `n` requests at concurrency `c` go to each in turn, the order
- * reversed every other burst, and each proxy's CPU time (utime + stime from /proc, its children
- * included) is taken per burst. A change in the machine's speed during the run then falls on all
+ * reversed every other burst, and each proxy's CPU time (its threads' run time from /proc, bench/pd-support.ts; its
+ * children included) is taken per burst. A change in the machine's speed during the run then falls on all
  * proxies alike, which one proxy measured after another cannot promise on a noisy VM. Used by
  * `npm run bench` (its CPU table) and `npm run bench:ab`.
  */

@@ -31,7 +31,8 @@ const WIDE = /[\u0100-\uffff]/;
 
 /**
  * The memory of a label as `ownCopy` leaves it: a short label is a flat string; a longer one is a
- * slice of its own flat copy, one character longer.
+ * slice of its own flat copy, one character longer. (A leaf label joined from several parts of a
+ * text is a flat string of its own, charged the same: 33 bytes over.)
  */
 export function labelBytes(label: string): number {
   const width = WIDE.test(label) ? 2 : 1;

@@ -106,7 +106,6 @@ function toolCallsText(calls: unknown, out: CappedText): void {
 
 function chatText(messages: unknown, out: CappedText): void {
   if (!Array.isArray(messages)) return;
-  // Parts joined once: a flat string (repeated `+=` builds a rope, slower to scan).
   for (const m of messages) {
     if (out.room <= 0) return;
     if (!isObject(m)) continue;
