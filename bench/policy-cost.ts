@@ -44,7 +44,7 @@ const COUNT = Number(process.env.COUNT ?? 8192);
 const COLD = new Int32Array(Number(process.env.COLD_KB ?? 0) * 256);
 /** Writes one word per 64-byte line of COLD: what the caches held is gone (untimed). */
 function chill(): void {
-  for (let i = 0; i < COLD.length; i += 16) COLD[i]++;
+  for (let i = 0; i < COLD.length; i += 16) COLD[i] = (COLD[i] ?? 0) + 1;
 }
 
 const { rand, words } = promptWords(42);
