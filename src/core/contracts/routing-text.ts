@@ -6,6 +6,11 @@
  */
 export type RoutingText = string | readonly string[];
 
+/** The text's parts (a single string is one part). */
+export function textParts(text: RoutingText): readonly string[] {
+  return typeof text === 'string' ? [text] : text;
+}
+
 export function textLength(text: RoutingText): number {
   if (typeof text === 'string') return text.length;
   let n = 0;

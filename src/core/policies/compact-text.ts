@@ -7,7 +7,7 @@
  * form as it would on the text, at block granularity, and an 8 KB prompt travels as 256 characters.
  * The characters lie in U+4000..U+BFFF: no surrogates, so every encoding keeps them intact.
  */
-import type { RoutingText } from '../contracts/routing-text.ts';
+import { type RoutingText, textParts } from '../contracts/routing-text.ts';
 
 export const COMPACT_BLOCK_CHARS = 64;
 
@@ -21,7 +21,7 @@ export function compactRoutingText(text: RoutingText, blockChars = COMPACT_BLOCK
     out.push(String.fromCharCode(BASE + (block >>> 17), BASE + ((block >>> 2) & 0x7fff)));
   let h = FNV_OFFSET;
   let filled = 0; // characters of the current block hashed so far
-  for (const part of typeof text === 'string' ? [text] : text) {
+  for (const part of textParts(text)) {
     for (let i = 0; i < part.length; i++) {
       h ^= part.charCodeAt(i);
       h = Math.imul(h, FNV_PRIME) >>> 0;

@@ -110,14 +110,14 @@ export class RadixTree {
         label,
         parent: node,
         children: null,
-        tenants: [],
+        tenants: tenant,
         older: null,
         newer: null,
       };
       this.childrenOf(node).set(label.charCodeAt(0), leaf);
       this.chars += label.length;
       this.estimate += nodeBytes(leaf);
-      this.touch(leaf, tenant);
+      this.credit(leaf, tenant);
       path.push(leaf);
     }
     // Deepest first: each node ends up newer than every node below it.
@@ -195,6 +195,11 @@ export class RadixTree {
   private touch(n: Node, tenant: string): void {
     if (holds(n, tenant)) return;
     n.tenants = withTenant(n.tenants, tenant);
+    this.credit(n, tenant);
+  }
+
+  /** Counts `tenant`, just added to `n`, in the sizes. */
+  private credit(n: Node, tenant: string): void {
     this.perTenant.set(tenant, (this.perTenant.get(tenant) ?? 0) + n.label.length);
     this.estimate += TENANT_BYTES;
   }

@@ -3,7 +3,7 @@
  * A walk only moves forward, so the reader keeps its place (the part holding the last position
  * read) and each part is found once per walk.
  */
-import type { RoutingText } from '../contracts/routing-text.ts';
+import { type RoutingText, textLength, textParts } from '../contracts/routing-text.ts';
 import { commonLength, ownCopy } from './tree-labels.ts';
 
 export class TextReader {
@@ -14,10 +14,8 @@ export class TextReader {
   private start = 0;
 
   constructor(text: RoutingText) {
-    this.parts = typeof text === 'string' ? [text] : text;
-    let n = 0;
-    for (const p of this.parts) n += p.length;
-    this.length = n;
+    this.parts = textParts(text);
+    this.length = textLength(text);
   }
 
   /** The part holding `pos` (0 <= pos < length, never less than a position read before). */
