@@ -107,7 +107,9 @@ export function createInference(config: RouterConfig, ctx: PipelineContext, admi
     const peer = inbound.peer;
     const headers = upstreamRequestHeaders(inbound.headerSource(), { peer, url: inbound.url });
     headers['x-request-id'] = requestId; // what every attempt sends, unless a leg names its own
-    return proxyRequest(ctx, {
+    // Awaited, not returned: an async function that returns a promise adopts it through one more
+    // job and two more ticks.
+    return await proxyRequest(ctx, {
       route,
       method,
       target: inbound.target,

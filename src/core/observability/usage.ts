@@ -53,7 +53,8 @@ function stringEnd(b: Uint8Array, at: number): number {
 }
 
 function isKey(b: Uint8Array, start: number, end: number, keys: readonly Uint8Array[]): boolean {
-  return keys.some((key) => key.length === end - start && matchesAt(b, start, key));
+  for (const key of keys) if (key.length === end - start && matchesAt(b, start, key)) return true;
+  return false;
 }
 
 function readCount(b: Uint8Array, at: number): number | undefined {
@@ -74,8 +75,12 @@ function readMember(b: Uint8Array, at: number, own: boolean, usage: TokenUsage):
   const after = skipSpace(b, end + 1);
   if (b[after] !== COLON) return end;
   const value = skipSpace(b, after + 1);
-  if (isKey(b, at + 1, end, PROMPT_KEYS)) usage.prompt = readCount(b, value);
-  else if (isKey(b, at + 1, end, COMPLETION_KEYS)) usage.completion = readCount(b, value);
+  const prompt = isKey(b, at + 1, end, PROMPT_KEYS);
+  if (!prompt && !isKey(b, at + 1, end, COMPLETION_KEYS)) return end;
+  const count = readCount(b, value);
+  if (count === undefined) return end; // a count that is not a number: as if absent
+  if (prompt) usage.prompt = count;
+  else usage.completion = count;
   return end;
 }
 
@@ -89,8 +94,6 @@ function readUsageObject(b: Uint8Array, start: number): TokenUsage | undefined {
     else if (c === 0x7b || c === 0x5b) depth++;
     else if (c === 0x7d || c === 0x5d) depth--;
   }
-  if (usage.prompt === undefined) delete usage.prompt;
-  if (usage.completion === undefined) delete usage.completion;
   return usage.prompt === undefined && usage.completion === undefined ? undefined : usage;
 }
 

@@ -15,10 +15,11 @@ import {
   type ChunkSource,
   StaleConnectionError,
   UpstreamBodyError,
+  type UpstreamRequest,
   type UpstreamResponse,
 } from '../contracts/upstream.ts';
 import { streamedBody } from '../upstream/body.ts';
-import type { Answered, AttemptRun, Next } from './attempt-run.ts';
+import type { Answered, AttemptRun, Next, Routed } from './attempt-run.ts';
 import type { AttemptTracker } from './stall-watch.ts';
 
 export type Sent = { kind: 'sent'; answered: Answered };
@@ -62,8 +63,8 @@ function resendsFree(err: unknown, body: Uint8Array | ReadableStream<Uint8Array>
   return body === null || (body instanceof Uint8Array && body.byteLength < FREE_RESEND_MAX_BYTES);
 }
 
-/** Sends one attempt; a stale pooled connection gets one immediate free resend (small bodies). */
-async function send(run: AttemptRun, worker: RoutedWorker, signal: CallSignal): Promise<UpstreamResponse> {
+/** One attempt's request to `worker`: the leg's target, headers and body for it. */
+function attemptRequest(run: AttemptRun, worker: RoutedWorker, signal: CallSignal): UpstreamRequest {
   const { ex, leg } = run;
   const { ctx } = ex;
   const requestId = leg.requestIdFor ? leg.requestIdFor(worker) : ex.call.requestId;
@@ -76,14 +77,7 @@ async function send(run: AttemptRun, worker: RoutedWorker, signal: CallSignal): 
     if (ctx.apiKey !== undefined) headers.authorization = `Bearer ${ctx.apiKey}`;
   }
   const body = leg.bodyFor ? leg.bodyFor(worker) : leg.body;
-  const request = { url: worker.url + leg.target, method: ex.call.method, headers, body, signal };
-  try {
-    return await ctx.deps.upstream(request);
-  } catch (err) {
-    if (!resendsFree(err, body, signal)) throw err;
-    ctx.instruments.staleResends.inc();
-    return ctx.deps.upstream(request);
-  }
+  return { url: worker.url + leg.target, method: ex.call.method, headers, body, signal };
 }
 
 /** The stall watch gave up on this attempt: record it, exclude the worker, try elsewhere. */
@@ -144,24 +138,58 @@ async function failedSend(
   return errorNext(new RouterError('upstream_unreachable', message, { cause: err }), { kind: 'failure' });
 }
 
-/** Sends to the routed worker; a failure settles the lease and says what comes next. */
-export async function sendStep(run: AttemptRun, worker: RoutedWorker, lease: number): Promise<Sent | Next> {
+/**
+ * Before a routed attempt is sent: its backoff, when the only worker left asked to wait, and the
+ * leg's say (called off, or this worker no longer admitted). A result when it must not be sent.
+ */
+async function heldBack(run: AttemptRun, routed: Routed): Promise<Next | undefined> {
+  const { fleet } = run.ex.ctx.deps;
+  if (routed.waitMs !== undefined && !(await run.backOff(routed.waitMs, 'engine asked to wait'))) {
+    await fleet.settle(routed.lease, { kind: 'aborted' });
+    return { kind: 'done', result: run.stopped() };
+  }
+  if (run.off || (run.leg.admits && !run.leg.admits(routed.worker))) {
+    await fleet.settle(routed.lease, { kind: 'aborted' });
+    return { kind: 'done', result: { kind: 'withdrawn', worker: routed.worker } };
+  }
+  return undefined;
+}
+
+/**
+ * Sends to the routed worker (unless the leg holds the attempt back); a failure settles the lease
+ * and says what comes next. A stale pooled connection gets one immediate free resend (small bodies).
+ */
+export async function sendStep(run: AttemptRun, routed: Routed): Promise<Sent | Next> {
+  if (routed.waitMs !== undefined || run.off || run.leg.admits) {
+    const stop = await heldBack(run, routed);
+    if (stop) return stop;
+  }
+  const { worker, lease } = routed;
   const { ex } = run;
-  const watch = ex.ctx.stalls;
+  const { ctx } = ex;
+  const watch = ctx.stalls;
   ex.attempts++;
   run.worker = worker;
   if (run.leg.background !== true) ex.worker = worker;
   const tracker = watch.begin(worker.id, run.leg.stream === true);
-  try {
-    tracker.onAbandon = run.abandonCall;
-    const res = await send(run, worker, run.attemptSignal);
-    const answered: Answered = { worker, lease, res, tracker };
-    if (!streamedBody(res.body)) answered.firstByteMs = watch.firstByte(tracker);
-    return { kind: 'sent', answered };
-  } catch (err) {
-    watch.end(tracker);
-    return failedSend(run, { worker, lease, tracker }, err);
+  tracker.onAbandon = run.abandonCall;
+  let request: UpstreamRequest | undefined;
+  let res: UpstreamResponse | undefined;
+  for (let resent = false; res === undefined; resent = true) {
+    try {
+      request ??= attemptRequest(run, worker, run.attemptSignal);
+      res = await ctx.deps.upstream(request);
+    } catch (err) {
+      if (resent || request === undefined || !resendsFree(err, request.body, request.signal)) {
+        watch.end(tracker);
+        return failedSend(run, { worker, lease, tracker }, err);
+      }
+      ctx.instruments.staleResends.inc();
+    }
   }
+  const answered: Answered = { worker, lease, res, tracker };
+  if (!streamedBody(res.body)) answered.firstByteMs = watch.firstByte(tracker);
+  return { kind: 'sent', answered };
 }
 
 /** Reads a streamed answer's first chunk; the stall watch may abandon the wait. */

@@ -5,7 +5,7 @@
  * only when the engine that pushed back is the last one does the retry wait (backoff, Retry-After).
  */
 import { RouterError } from '../contracts/errors.ts';
-import type { AttemptOutcome, RouteResult } from '../contracts/fleet-api.ts';
+import type { AttemptOutcome, MaybePromise, RouteResult } from '../contracts/fleet-api.ts';
 import type { UpstreamResponse } from '../contracts/upstream.ts';
 import { retryAfterMs } from '../resilience/backoff.ts';
 import { outcomeForStatus } from '../resilience/classify.ts';
@@ -17,8 +17,18 @@ const RETRY_AFTER_STATUSES = new Set([429, 503]);
 
 const errorNext = (error: RouterError): Next => ({ kind: 'done', result: { kind: 'error', error } });
 
-/** One routing call: the leg's input, its hard exclusions, and what it should avoid. */
-async function askFleet(run: AttemptRun, alsoAvoid?: string): Promise<RouteResult | Next> {
+/** A policy may refuse a request it cannot route (least_loaded without a session id). */
+function refused(err: unknown): Next {
+  if (err instanceof RouterError) return errorNext(err);
+  throw err;
+}
+
+/**
+ * One routing call: the leg's input, its hard exclusions, and what it should avoid. An in-memory
+ * fleet answers at once, and so does this (no promise per request); a remote one (a Durable
+ * Object) answers with a promise.
+ */
+function askFleet(run: AttemptRun, alsoAvoid?: string): MaybePromise<RouteResult | Next> {
   const { ex, exclude } = run;
   const suspects = ex.ctx.stalls.suspects();
   const avoid =
@@ -32,19 +42,22 @@ async function askFleet(run: AttemptRun, alsoAvoid?: string): Promise<RouteResul
     if (avoid.length > 0) input.avoid = avoid;
   }
   try {
-    return await ex.ctx.deps.fleet.route(input);
+    const routed = ex.ctx.deps.fleet.route(input);
+    return routed instanceof Promise ? routed.catch(refused) : routed;
   } catch (err) {
-    // A policy may refuse a request it cannot route (least_loaded without a session id).
-    if (err instanceof RouterError) return errorNext(err);
-    throw err;
+    return refused(err);
   }
 }
 
 /** Asks the fleet for a worker; without one, says whether to wait and try again or give up. */
-export async function routeStep(run: AttemptRun): Promise<Routed | Next> {
-  const { leg, exclude } = run;
-  const routed = await askFleet(run);
+export function routeStep(run: AttemptRun): MaybePromise<Routed | Next> {
+  const routed = askFleet(run);
+  return routed instanceof Promise ? routed.then((r) => afterRoute(run, r)) : afterRoute(run, routed);
+}
+
+function afterRoute(run: AttemptRun, routed: RouteResult | Next): Routed | Next {
   if ('kind' in routed) return routed;
+  const { leg, exclude } = run;
   if (routed.ok) {
     run.tries++;
     return { kind: 'routed', worker: routed.worker, lease: routed.lease };
@@ -121,8 +134,11 @@ async function retryStatus(
   return { kind: 'routed', worker: alt.worker, lease: alt.lease, ...(delay > 0 ? { waitMs: delay } : {}) };
 }
 
-/** On the status line, before any byte reaches the client: answer with this response, or retry. */
-export async function decideStep(run: AttemptRun, a: Answered): Promise<Next> {
+/**
+ * On the status line, before any byte reaches the client: answer with this response, or retry. A
+ * buffered answer is decided at once; a stream waits for its first chunk, a retry for the fleet.
+ */
+export function decideStep(run: AttemptRun, a: Answered): MaybePromise<Next> {
   const { ctx } = run.ex;
   const { res, worker, lease } = a;
   const outcome = outcomeForStatus(res.status, ctx.classes);

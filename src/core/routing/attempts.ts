@@ -18,21 +18,12 @@ import type { Exchange } from './exchange.ts';
 export type { Leg, LegResult, Routed } from './attempt-run.ts';
 export { AttemptRun } from './attempt-run.ts';
 
-/** One attempt: route (unless the previous step already did), send, decide. */
-async function attemptOnce(run: AttemptRun, carried: Routed | undefined): Promise<Next> {
-  const routed = carried ?? (await routeStep(run));
-  if (routed.kind !== 'routed') return routed;
-  if (routed.waitMs !== undefined && !(await run.backOff(routed.waitMs, 'engine asked to wait'))) {
-    await run.ex.ctx.deps.fleet.settle(routed.lease, { kind: 'aborted' });
-    return { kind: 'done', result: run.stopped() };
-  }
-  if (run.off || (run.leg.admits && !run.leg.admits(routed.worker))) {
-    await run.ex.ctx.deps.fleet.settle(routed.lease, { kind: 'aborted' });
-    return { kind: 'done', result: { kind: 'withdrawn', worker: routed.worker } };
-  }
-  const sent = await sendStep(run, routed.worker, routed.lease);
-  if (sent.kind !== 'sent') return sent;
-  return decideStep(run, sent.answered);
+/** The loop's first step, and the one after a transport failure: route (again). */
+const ROUTE: Next = { kind: 'again' };
+
+/** A backoff before routing again; the leg's end when the client left or the deadline passed. */
+async function waitStep(run: AttemptRun, wait: { delay: number; reason: string }): Promise<Next> {
+  return (await run.backOff(wait.delay, wait.reason)) ? ROUTE : { kind: 'done', result: run.stopped() };
 }
 
 /**
@@ -46,13 +37,19 @@ export async function runAttempts(
   first?: Routed,
 ): Promise<LegResult> {
   try {
-    let carried: Routed | undefined = first;
+    // Each step that can answer at once does (routing in memory, deciding on a buffered answer),
+    // and is awaited only when it did not: a request waits for nothing but its engine.
+    let next: Next = first ?? ROUTE;
     for (;;) {
-      const next = await attemptOnce(run, carried);
-      carried = undefined;
       if (next.kind === 'done') return next.result;
-      if (next.kind === 'routed') carried = next;
-      else if (next.kind === 'wait' && !(await run.backOff(next.delay, next.reason))) return run.stopped();
+      if (next.kind !== 'routed') {
+        const step = next.kind === 'wait' ? waitStep(run, next) : routeStep(run);
+        next = step instanceof Promise ? await step : step;
+        continue;
+      }
+      const sent = await sendStep(run, next);
+      const decided = sent.kind === 'sent' ? decideStep(run, sent.answered) : sent;
+      next = decided instanceof Promise ? await decided : decided;
     }
   } finally {
     run.finished = true;
@@ -66,8 +63,10 @@ export async function runAttempts(
  */
 export async function routeFirst(run: AttemptRun): Promise<Routed | LegResult> {
   for (;;) {
-    const next = await routeStep(run);
-    if (next.kind === 'routed' || next.kind === 'done') return next.kind === 'done' ? next.result : next;
+    const step = routeStep(run);
+    const next = step instanceof Promise ? await step : step;
+    if (next.kind === 'routed') return next;
+    if (next.kind === 'done') return next.result;
     if (next.kind === 'wait' && !(await run.backOff(next.delay, next.reason))) return run.stopped();
   }
 }

@@ -1,5 +1,6 @@
 /** The attempt loop's steps one at a time (route, send, decide), over a scripted fleet and upstream. */
 import { describe, expect, it } from 'vitest';
+import { RouterError } from '../../../src/core/contracts/errors.ts';
 import { StaleConnectionError, type Upstream } from '../../../src/core/contracts/upstream.ts';
 import { AttemptRun } from '../../../src/core/routing/attempt-run.ts';
 import { sendStep } from '../../../src/core/routing/attempt-send.ts';
@@ -67,6 +68,47 @@ describe('routeStep', () => {
   });
 });
 
+describe('routeStep, in memory and remote', () => {
+  it('answers at once when the fleet does (no promise per request), and with a promise when it does not', async () => {
+    const fleet = scriptedFleet([routedTo('a', 7)]);
+    const { run } = runFor(fleet, statusUpstream([200]).upstream);
+    const now = routeStep(run);
+    expect(now).not.toBeInstanceOf(Promise);
+    expect(now).toMatchObject({ kind: 'routed', lease: 7 });
+
+    const remote = scriptedFleet([routedTo('b', 8)]);
+    const sync = remote.fleet.route;
+    remote.fleet.route = (input) => Promise.resolve(sync(input));
+    const later = runFor(remote, statusUpstream([200]).upstream).run;
+    const pending = routeStep(later);
+    expect(pending).toBeInstanceOf(Promise);
+    expect(await pending).toMatchObject({ kind: 'routed', lease: 8 });
+    expect(later.tries).toBe(1);
+  });
+
+  it("a policy's refusal ends the leg with its error, thrown at once or rejected by a remote fleet", async () => {
+    const refusal = new RouterError('invalid_request', 'this policy needs a session id');
+    for (const route of [
+      () => {
+        throw refusal;
+      },
+      () => Promise.reject(refusal),
+    ]) {
+      const fleet = scriptedFleet([routedTo('a', 1)]);
+      fleet.fleet.route = route;
+      const { run } = runFor(fleet, statusUpstream([200]).upstream);
+      expect(await routeStep(run)).toEqual({ kind: 'done', result: { kind: 'error', error: refusal } });
+    }
+  });
+
+  it('any other failure of the fleet is not a routing answer: it propagates', async () => {
+    const fleet = scriptedFleet([routedTo('a', 1)]);
+    fleet.fleet.route = () => Promise.reject(new TypeError('object unreachable'));
+    const { run } = runFor(fleet, statusUpstream([200]).upstream);
+    await expect(routeStep(run)).rejects.toThrow('object unreachable');
+  });
+});
+
 describe('sendStep', () => {
   it('a transport failure settles the lease as a failure, excludes the worker and reroutes at once', async () => {
     const fleet = scriptedFleet([routedTo('a', 3)]);
@@ -75,7 +117,9 @@ describe('sendStep', () => {
     };
     const { run } = runFor(fleet, refused);
     await routeStep(run);
-    expect(await sendStep(run, { id: 'a', url: 'http://a' }, 3)).toEqual({ kind: 'again' });
+    expect(await sendStep(run, { kind: 'routed', worker: { id: 'a', url: 'http://a' }, lease: 3 })).toEqual({
+      kind: 'again',
+    });
     expect(fleet.settled).toEqual([{ lease: 3, outcome: { kind: 'failure' } }]);
     expect(run.exclude).toEqual(['a']);
   });
@@ -90,7 +134,7 @@ describe('sendStep', () => {
     const fleet = scriptedFleet([routedTo('a', 1)]);
     const { run, ex } = runFor(fleet, stale);
     await routeStep(run);
-    const sent = await sendStep(run, { id: 'a', url: 'http://a' }, 1);
+    const sent = await sendStep(run, { kind: 'routed', worker: { id: 'a', url: 'http://a' }, lease: 1 });
     expect(sent).toMatchObject({ kind: 'sent', answered: { res: { status: 200 } } });
     expect(calls).toBe(2);
     expect(ex.attempts).toBe(1);
@@ -104,7 +148,7 @@ describe('sendStep', () => {
     ctx.apiKey = 'engine-secret';
     const ex = new Exchange(ctx, testCall());
     const run = new AttemptRun(ex, { input: {}, target: '/v1/x', headers: { a: 'b' }, body: null });
-    await sendStep(run, { id: 'a@1', url: 'http://a', dpRank: 1 }, 1);
+    await sendStep(run, { kind: 'routed', worker: { id: 'a@1', url: 'http://a', dpRank: 1 }, lease: 1 });
     expect(calls[0]?.url).toBe('http://a/v1/x');
     expect(calls[0]?.headers).toMatchObject({
       a: 'b',

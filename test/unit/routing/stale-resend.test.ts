@@ -21,7 +21,7 @@ async function sendOnce(bodyBytes: number) {
   const body = new Uint8Array(bodyBytes);
   const run = new AttemptRun(ex, { input: { model: 'm' }, target: call.target, headers: {}, body });
   await routeStep(run);
-  const next = await sendStep(run, { id: 'a', url: 'http://a' }, 1);
+  const next = await sendStep(run, { kind: 'routed', worker: { id: 'a', url: 'http://a' }, lease: 1 });
   return { next, calls: () => calls, fleet, run };
 }
 
