@@ -2,7 +2,8 @@
  * FleetApi: the seam between request handling and fleet state. The in-memory `Fleet` implements it
  * for Node and Deno; on Cloudflare Workers a Durable Object holds the same `Fleet` and isolates call
  * it by RPC. Every value crossing it is plain, serialisable data. Methods may answer synchronously
- * (in memory) or with a promise (RPC); callers always `await`.
+ * (in memory) or with a promise (RPC, a native `Promise`); the request path awaits only a promise,
+ * so an in-memory answer costs no microtask.
  */
 
 import type { RouterConfig } from '../config/schema.ts';
