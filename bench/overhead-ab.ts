@@ -15,16 +15,14 @@
  * floor keeps finished requests reachable for a while, and pays for it in pauses (round 5 of
  * docs/benchmarks.md).
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import { interleavedBursts, mean, median } from './overhead-interleave.ts';
 import { closedLoop } from './overhead-load.ts';
 import { type Server, spawnServer, startEngine, startFloor, WORK_DIR } from './overhead-procs.ts';
+import { buildRevision, ROOT } from './revision.ts';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BURSTS = Number(process.env.BURSTS ?? 20);
 const N = Number(process.env.N ?? 1500);
 const C = Number(process.env.C ?? 32);
@@ -43,21 +41,6 @@ const body = JSON.stringify({
   max_tokens: 16,
   messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
 });
-
-/** The revision built in a temporary worktree sharing this checkout's node_modules. */
-function buildRevision(rev: string): { dir: string; remove(): void } {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-ab-'));
-  execFileSync('git', ['worktree', 'add', '--detach', dir, rev], { cwd: ROOT, stdio: 'ignore' });
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-  execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: dir, stdio: 'inherit' });
-  return {
-    dir,
-    remove: () => {
-      execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: ROOT, stdio: 'ignore' });
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 async function startBuild(name: string, root: string, engines: string[]): Promise<Server> {
   const port = 10000 + Math.floor(Math.random() * 20000);

@@ -32,7 +32,7 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Spawns `command args` with its output in a file and resolves once `ready(output)` returns its
- * URL; the process is pinned to `cpu` (when pinning is on).
+ * URL (within `waitMs`); the process is pinned to `cpu` (when pinning is on).
  */
 export async function spawnServer(
   name: string,
@@ -40,6 +40,7 @@ export async function spawnServer(
   args: string[],
   ready: (output: string) => string | undefined | Promise<string | undefined>,
   cpu: number,
+  waitMs = 10_000,
 ): Promise<Server> {
   const logPath = join(WORK_DIR, `${name}.log`);
   const fd = openSync(logPath, 'w');
@@ -55,7 +56,7 @@ export async function spawnServer(
   });
   const pid = child.pid as number;
   let url: string | undefined;
-  for (let i = 0; i < 400 && url === undefined; i++) {
+  for (let i = 0; i < waitMs / 25 && url === undefined; i++) {
     if (exited) throw new Error(`${name} exited:\n${readFileSync(logPath, 'utf8').slice(0, 4000)}`);
     await pause(25);
     url = await ready(readFileSync(logPath, 'utf8'));
