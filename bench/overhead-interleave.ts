@@ -56,7 +56,12 @@ export async function interleavedBursts(
 }
 
 export const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / Math.max(1, a.length);
-export const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)] as number;
+/** The middle value; of an even count, the mean of the two middle ones. */
+export function median(a: number[]): number {
+  const s = [...a].sort((x, y) => x - y);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
 
 /**
  * Time to the first body chunk measured the same way: streaming rounds of `seconds` at concurrency

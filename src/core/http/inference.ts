@@ -16,7 +16,7 @@ import { errorAnswer, RouterError } from '../contracts/errors.ts';
 import { clientAddress } from '../observability/client-address.ts';
 import type { Logger } from '../observability/logger.ts';
 import { upstreamRequestHeaders } from '../routing/headers.ts';
-import { type PipelineContext, proxyRequest, rejectRequest } from '../routing/pipeline.ts';
+import { type PipelineContext, type ProxyCall, proxyRequest, rejectRequest } from '../routing/pipeline.ts';
 import type { Admission } from './admission.ts';
 import { BodyBudget, type Reservation } from './body-budget.ts';
 import { optionsResponse } from './cors.ts';
@@ -107,9 +107,7 @@ export function createInference(config: RouterConfig, ctx: PipelineContext, admi
     const peer = inbound.peer;
     const headers = upstreamRequestHeaders(inbound.headerSource(), { peer, url: inbound.url });
     headers['x-request-id'] = requestId; // what every attempt sends, unless a leg names its own
-    // Awaited, not returned: an async function that returns a promise adopts it through one more
-    // job and two more ticks.
-    return await proxyRequest(ctx, {
+    const call: ProxyCall = {
       route,
       method,
       target: inbound.target,
@@ -119,10 +117,14 @@ export function createInference(config: RouterConfig, ctx: PipelineContext, admi
       peer,
       requestId,
       info: read.info,
-      ...(read.json ? { json: read.json } : {}),
       release: releaseBoth(permit, read.reservation),
-      ...(read.uploadFault ? { uploadFault: read.uploadFault } : {}),
-    });
+    };
+    // Set after, not spread in: a literal with spreads is built property by property.
+    if (read.json) call.json = read.json;
+    if (read.uploadFault) call.uploadFault = read.uploadFault;
+    // Awaited, not returned: an async function that returns a promise adopts it through one more
+    // job and two more ticks.
+    return await proxyRequest(ctx, call);
   };
   return {
     jsonRoutes,

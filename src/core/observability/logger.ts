@@ -87,8 +87,9 @@ export function createLogger(options: {
       return;
     }
     let line = `${time} ${LABELS[level]} ${msg}`;
+    // for-in, not Object.keys: a plain literal's own keys, without an array per line.
     if (fields)
-      for (const k of Object.keys(fields)) {
+      for (const k in fields) {
         const v = fields[k];
         if (v !== undefined) line += ` ${k}=${formatValue(v)}`;
       }
