@@ -22,7 +22,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { median } from './overhead-interleave.ts';
 import { closedLoop } from './overhead-load.ts';
-import { spawnServer, startEngine, WORK_DIR } from './overhead-procs.ts';
+import { answeringAt, spawnServer, startEngine, WORK_DIR } from './overhead-procs.ts';
 import { buildRevision, ROOT } from './revision.ts';
 import { hasCommand } from './support.ts';
 
@@ -61,24 +61,15 @@ const listening = (output: string) => / listening on (http:\/\/[^\s"]+)/.exec(ou
 async function countRun(root: string, engines: string[], count: number): Promise<number> {
   const name = `run-${++runs}`;
   const out = join(WORK_DIR, `${name}.callgrind`);
-  const port = 10000 + Math.floor(Math.random() * 20000);
-  const url = `http://127.0.0.1:${port}`;
-  const ready = async () => {
-    try {
-      const res = await fetch(`${url}/readiness`);
-      await res.arrayBuffer();
-      return res.status === 200 ? url : undefined;
-    } catch {
-      return undefined;
-    }
-  };
+  const { url, ready } = answeringAt('/readiness', true);
+  const port = new URL(url).port;
   const tool = ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath];
   const router = [
     join(root, 'dist/node/main.js'),
-    ...['--host', '127.0.0.1', '--port', String(port), '--prometheus-port', '0', '--policy', POLICY],
+    ...['--host', '127.0.0.1', '--port', port, '--prometheus-port', '0', '--policy', POLICY],
     ...['--worker-urls', ...engines],
   ];
-  const floor = ['--import', 'tsx', join(ROOT, 'bench/floor-proxy.ts'), String(port), engines.join(',')];
+  const floor = ['--import', 'tsx', join(ROOT, 'bench/floor-proxy.ts'), port, engines.join(',')];
   const args = [...tool, ...(root === FLOOR ? floor : router)];
   const server = await spawnServer(name, 'valgrind', args, root === FLOOR ? listening : ready, 0, 300_000);
   const load = await closedLoop(server.url, body, C, count);

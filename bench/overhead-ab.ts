@@ -20,7 +20,14 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { interleavedBursts, mean, median } from './overhead-interleave.ts';
 import { closedLoop } from './overhead-load.ts';
-import { type Server, spawnServer, startEngine, startFloor, WORK_DIR } from './overhead-procs.ts';
+import {
+  answeringAt,
+  type Server,
+  spawnServer,
+  startEngine,
+  startFloor,
+  WORK_DIR,
+} from './overhead-procs.ts';
 import { buildRevision, ROOT } from './revision.ts';
 
 const BURSTS = Number(process.env.BURSTS ?? 20);
@@ -43,18 +50,9 @@ const body = JSON.stringify({
 });
 
 async function startBuild(name: string, root: string, engines: string[]): Promise<Server> {
-  const port = 10000 + Math.floor(Math.random() * 20000);
-  const url = `http://127.0.0.1:${port}`;
-  const ready = async () => {
-    try {
-      const res = await fetch(`${url}/liveness`);
-      await res.arrayBuffer();
-      return url;
-    } catch {
-      return undefined;
-    }
-  };
-  const flags = ['--host', '127.0.0.1', '--port', String(port), '--prometheus-port', '0', '--policy', POLICY];
+  const { url, ready } = answeringAt('/liveness');
+  const port = new URL(url).port;
+  const flags = ['--host', '127.0.0.1', '--port', port, '--prometheus-port', '0', '--policy', POLICY];
   flags.push('--worker-urls', ...engines);
   if (RUNTIME === 'deno') {
     const deno = join(ROOT, 'node_modules/deno/deno');

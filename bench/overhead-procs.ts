@@ -75,6 +75,28 @@ export async function spawnServer(
   };
 }
 
+/**
+ * A readiness check for `spawnServer`: a router on a random local port, ready once `path` answers
+ * (with 200 when `ok` is set).
+ */
+export function answeringAt(
+  path: string,
+  ok = false,
+): { url: string; ready: () => Promise<string | undefined> } {
+  const port = 10000 + Math.floor(Math.random() * 20000);
+  const url = `http://127.0.0.1:${port}`;
+  const ready = async () => {
+    try {
+      const res = await fetch(`${url}${path}`);
+      await res.arrayBuffer();
+      return !ok || res.status === 200 ? url : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  return { url, ready };
+}
+
 const listeningOn = (output: string) => / listening on (http:\/\/[^\s"]+)/.exec(output)?.[1];
 
 /** One simulated engine (dist/node/sim.js), zero latency, request log off. */
