@@ -64,9 +64,9 @@ export async function runAttempts(
 export async function routeFirst(run: AttemptRun): Promise<Routed | LegResult> {
   for (;;) {
     const step = routeStep(run);
-    const next = step instanceof Promise ? await step : step;
+    let next = step instanceof Promise ? await step : step;
+    if (next.kind === 'wait') next = await waitStep(run, next);
     if (next.kind === 'routed') return next;
     if (next.kind === 'done') return next.result;
-    if (next.kind === 'wait' && !(await run.backOff(next.delay, next.reason))) return run.stopped();
   }
 }
