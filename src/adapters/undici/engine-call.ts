@@ -10,8 +10,9 @@
  * `UpstreamBodyError`, a streamed one fails the reader. The request's signal aborts it at any point.
  */
 import { type Dispatcher, util } from 'undici';
+import { callbackOf } from '../../core/contracts/callback-of.ts';
 import { type CallSignal, UpstreamBodyError, type UpstreamResponse } from '../../core/contracts/upstream.ts';
-import { ChunkQueue } from './chunk-source.ts';
+import { type ChunkFlow, ChunkQueue } from './chunk-source.ts';
 
 type Headers = Record<string, string | string[]>;
 
@@ -22,9 +23,15 @@ function abortReason(signal: CallSignal): Error {
 
 const cancelled = () => new DOMException('the reader cancelled the answer', 'AbortError');
 
-export class EngineCall implements Dispatcher.DispatchHandler {
+const abortCall = (call: EngineCall) => call.abortNow();
+
+/**
+ * The dispatch handler of one engine request, and the flow its streamed body's queue drives. Its
+ * callbacks on itself are made with `callbackOf` (core/contracts/callback-of.ts says why).
+ */
+export class EngineCall implements Dispatcher.DispatchHandler, ChunkFlow {
   private abort: ((err?: Error) => void) | undefined;
-  private resume: (() => void) | undefined;
+  private resumeSocket: (() => void) | undefined;
   private status = 0;
   private headers: Headers = {};
   /** The whole body, when it is buffered: its announced length, and how much arrived. */
@@ -44,9 +51,22 @@ export class EngineCall implements Dispatcher.DispatchHandler {
     signal?.addEventListener('abort', this.onAbort);
   }
 
-  private readonly onAbort = () => {
+  private readonly onAbort = callbackOf(this, abortCall);
+
+  /** The request's signal aborted: the engine request is given up. */
+  abortNow(): void {
     this.abort?.(abortReason(this.signal as CallSignal));
-  };
+  }
+
+  /** The queue was drained: read the socket again. */
+  resume(): void {
+    this.resumeSocket?.();
+  }
+
+  /** The reader cancelled the answer: the request is aborted, which closes its connection. */
+  cancel(): void {
+    this.abort?.(cancelled());
+  }
 
   private done(): void {
     this.signal?.removeEventListener('abort', this.onAbort);
@@ -66,7 +86,7 @@ export class EngineCall implements Dispatcher.DispatchHandler {
     if (status < 200) return true; // informational: the answer's own headers follow
     this.status = status;
     this.headers = util.parseHeaders(raw) as Headers;
-    this.resume = resume;
+    this.resumeSocket = resume;
     const length = this.headers['content-length'];
     const type = this.headers['content-type'];
     const streaming = typeof type === 'string' && type.includes('text/event-stream');
@@ -81,10 +101,7 @@ export class EngineCall implements Dispatcher.DispatchHandler {
         return true;
       }
     }
-    this.queue = new ChunkQueue({
-      resume: () => this.resume?.(),
-      cancel: () => this.abort?.(cancelled()),
-    });
+    this.queue = new ChunkQueue(this);
     this.answer({ status, headers: this.headers, body: this.queue });
     return true;
   }

@@ -4,6 +4,7 @@
  * rules that apply, and which engines already counted a failure for this request (one request's
  * retries against one engine are one failure signal, not five); plus the shapes the steps exchange.
  */
+import { callbackOf } from '../contracts/callback-of.ts';
 import { RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome, RoutedWorker, RouteInput } from '../contracts/fleet-api.ts';
 import type { CallSignal, ChunkReader, UpstreamResponse } from '../contracts/upstream.ts';
@@ -87,6 +88,9 @@ export type Next =
   | Routed
   | { kind: 'wait'; delay: number; reason: string };
 
+const stopAttempt = (run: AttemptRun, reason: string) => run.stopAttempt(reason);
+const abandonAttempt = (run: AttemptRun) => run.abandonAttempt();
+
 export class AttemptRun {
   /** Worker ids excluded after transport failures or stalls (reset when no candidate is left). */
   readonly exclude: string[] = [];
@@ -117,7 +121,7 @@ export class AttemptRun {
     readonly leg: Leg,
   ) {
     this.buffered = !(leg.body instanceof ReadableStream);
-    ex.onStop((reason) => this.ctl.abort(reason));
+    ex.onStop(callbackOf(this, stopAttempt));
   }
 
   /** The leg's routing input with its role and stream flag, built once (attempts add exclusions to a copy). */
@@ -145,13 +149,18 @@ export class AttemptRun {
   }
 
   /**
-   * `abandonAttempt` as a value, for the stall watch to call. Made once per leg here, not as a
-   * closure inside the async send step: with that closure (which holds the step's whole context)
-   * on the tracker, V8 promoted about 1.8 MB of finished requests to the old generation at every
-   * young collection under load; made here, or in any synchronous function, 0.1 MB
+   * `abandonAttempt` as a value, for the stall watch to call, made once per leg (callback-of.ts:
+   * why not as an arrow function here). Not a closure inside the async send step either: with that
+   * closure (which holds the step's whole context) on the tracker, V8 promoted about 1.8 MB of
+   * finished requests to the old generation at every young collection under load on Node
    * (docs/benchmarks.md, round 5).
    */
-  readonly abandonCall = (): void => this.abandonAttempt();
+  readonly abandonCall = callbackOf(this, abandonAttempt);
+
+  /** The request stopped (client gone, deadline, shutdown): the current attempt is aborted. */
+  stopAttempt(reason: string): void {
+    this.ctl.abort(reason);
+  }
 
   /**
    * Gives up the current attempt (the stall watch found it stuck): its engine request is aborted,

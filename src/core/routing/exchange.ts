@@ -6,6 +6,7 @@
  * the log line is at warn for a 5xx, else at info.
  */
 
+import { callbackOf } from '../contracts/callback-of.ts';
 import type { AttemptOutcome, RoutedWorker } from '../contracts/fleet-api.ts';
 import type { TimerHandle } from '../contracts/runtime.ts';
 import { clientAddress } from '../observability/client-address.ts';
@@ -16,6 +17,9 @@ export const CLIENT_GONE = 'client disconnected';
 export const TIMED_OUT = 'request timeout';
 export const ABANDONED = 'attempt abandoned';
 export const SHUTDOWN = 'router shutting down';
+
+const expire = (ex: Exchange) => ex.expire();
+const clientLeft = (ex: Exchange) => ex.clientLeft();
 
 export class Exchange {
   readonly started: number;
@@ -63,7 +67,7 @@ export class Exchange {
     // one (a Worker's isolate) the request keeps its own.
     const { inFlight } = ctx.deps;
     if (inFlight) inFlight.add(this);
-    else this.timer = ctx.deps.clock.setTimeout(() => this.stop(TIMED_OUT), ctx.timeoutMs);
+    else this.timer = ctx.deps.clock.setTimeout(callbackOf(this, expire), ctx.timeoutMs);
   }
 
   /** The deadline passed (InFlight's timer). */
@@ -71,7 +75,13 @@ export class Exchange {
     this.stop(TIMED_OUT);
   }
 
-  private readonly onClientAbort = () => this.stop(CLIENT_GONE);
+  /** The client left. */
+  clientLeft(): void {
+    this.stop(CLIENT_GONE);
+  }
+
+  /** The client signal's listener (callback-of.ts: why not an arrow function here). */
+  private readonly onClientAbort = callbackOf(this, clientLeft);
 
   private stop(reason: string): void {
     if (this.reason !== undefined) return;

@@ -9,6 +9,7 @@
  */
 
 import { webStreamOf } from '../contracts/answer.ts';
+import { callbackOf } from '../contracts/callback-of.ts';
 import { type Clock, type TimerHandle, watchdog } from '../contracts/runtime.ts';
 import type { ChunkReader, ChunkSource } from '../contracts/upstream.ts';
 import type { ChunkTail } from '../observability/usage.ts';
@@ -64,7 +65,14 @@ export function sseErrorEvent(
   return encoder.encode(`${needsSeparator ? '\n\n' : ''}data: ${event}\n\n`);
 }
 
-/** Cuts a silent stream: one timer, re-armed only when it fires early (chunks just note the time). */
+const checkIdle = (guard: IdleGuard) => guard.check();
+const cancelIdle = (reader: ChunkReader) => void reader.cancel(new StreamIdleError('idle')).catch(() => {});
+const stopRelay = (relay: Relay, reason: string) => relay.stopped(reason);
+
+/**
+ * Cuts a silent stream: one timer, re-armed only when it fires early (chunks just note the time).
+ * Its callbacks, like the relay's, are made with `callbackOf` (contracts/callback-of.ts says why).
+ */
 class IdleGuard {
   lastChunkAt: number;
   expired = false;
@@ -79,13 +87,18 @@ class IdleGuard {
   }
 
   private arm(ms: number): void {
-    const check = watchdog(() => {
-      const silent = this.idle.clock.monotonic() - this.lastChunkAt;
-      if (silent < this.idle.ms) return this.arm(this.idle.ms - silent);
-      this.expired = true;
-      this.onExpire();
-    });
-    this.timer = this.idle.clock.setTimeout(check, ms);
+    this.timer = this.idle.clock.setTimeout(watchdog(callbackOf(this, checkIdle)), ms);
+  }
+
+  /** The timer fired: the stream is cut if it stayed silent, else the timer waits out the rest. */
+  check(): void {
+    const silent = this.idle.clock.monotonic() - this.lastChunkAt;
+    if (silent < this.idle.ms) {
+      this.arm(this.idle.ms - silent);
+      return;
+    }
+    this.expired = true;
+    this.onExpire();
   }
 
   stop(): void {
@@ -136,12 +149,12 @@ class Relay implements ChunkSource, ChunkReader {
     this.pending = 'first' in src ? src.first : undefined;
     this.idle =
       options.idle && options.idle.ms > 0
-        ? new IdleGuard(options.idle, () => void reader.cancel(new StreamIdleError('idle')).catch(() => {}))
+        ? new IdleGuard(options.idle, callbackOf(reader, cancelIdle))
         : undefined;
     this.clock = options.clock ?? options.idle?.clock;
     // The exchange's stop hook, not its AbortSignal: an AbortController and a listener on it cost a
     // streamed request about 5 % of its CPU on Node (docs/benchmarks.md, round 6).
-    options.deadline?.onStop(this.onStop);
+    options.deadline?.onStop(callbackOf(this, stopRelay));
   }
 
   getReader(): ChunkReader {
@@ -170,12 +183,12 @@ class Relay implements ChunkSource, ChunkReader {
   }
 
   /** The request stopped; if by its deadline while nobody was reading, the client stopped reading. */
-  private readonly onStop = (reason: string) => {
+  stopped(reason: string): void {
     if (this.finished || this.reading || !this.options.deadline?.passed()) return;
     this.finish('cancel', reason);
     this.closed = true;
     this.reader.cancel(reason).catch(() => {});
-  };
+  }
 
   private finish(end: RelayEnd, error?: unknown): void {
     if (this.finished) return;
