@@ -14,6 +14,7 @@ import type { Observations } from '../observability/observations.ts';
 import type { RetrySettings } from '../resilience/backoff.ts';
 import type { StatusClasses } from '../resilience/classify.ts';
 import { RetryBudget } from '../resilience/retry-budget.ts';
+import { DueList, type Expiring } from './due-list.ts';
 import type { InFlight } from './in-flight.ts';
 import type { JsonObject } from './pd-bodies.ts';
 import type { PdConnector, PdContext } from './pd-context.ts';
@@ -60,6 +61,11 @@ export interface PipelineContext {
   stalls: StallWatch;
   /** Longest silence between the chunks of a started answer (ms, 0 = off), streaming and not. */
   idleTimeoutMs: { stream: number; plain: number };
+  /**
+   * Watches every relayed answer's idle limit with one timer, on a host whose requests share one
+   * (the one with a list of requests in flight); without it each answer has a timer of its own.
+   */
+  idleWatch?: DueList<Expiring>;
   /** Bearer sent to engines (--api-key); otherwise none: the client's Authorization is never forwarded. */
   apiKey?: string;
   /** Name the answering worker in x-routed-worker-id and x-smg-routed-worker-id (off: --no-routed-worker-header). */
@@ -95,6 +101,7 @@ export function createPipelineContext(config: RouterConfig, deps: RouterDeps): P
       plain: config.attempt.idleTimeoutSecs * 1000,
     },
     routedWorkerHeader: config.server.routedWorkerHeader,
+    ...(deps.inFlight ? { idleWatch: new DueList(deps.clock, { watchdog: true }) } : {}),
     ...(config.pd.enabled ? { pd: pdContext(config, deps) } : {}),
     ...(config.workers.apiKey === undefined ? {} : { apiKey: config.workers.apiKey }),
   };

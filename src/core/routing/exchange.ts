@@ -70,6 +70,11 @@ export class Exchange {
     else this.timer = ctx.deps.clock.setTimeout(callbackOf(this, expire), ctx.timeoutMs);
   }
 
+  /** When the deadline passes (InFlight's timer). */
+  dueAt(): number {
+    return this.deadline;
+  }
+
   /** The deadline passed (InFlight's timer). */
   expire(): void {
     this.stop(TIMED_OUT);

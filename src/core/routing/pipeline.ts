@@ -133,7 +133,7 @@ function relayAnswer(
     ...(tail ? { tail } : {}),
     onChunk: () => ctx.stalls.progress(worker.id),
     deadline: { onStop: (hook) => ex.onStop(hook), passed: () => ex.timedOut || ex.shutDown },
-    ...(idleMs > 0 ? { idle: { ms: idleMs, clock: ctx.deps.clock } } : {}),
+    ...(idleMs > 0 ? { idle: { ms: idleMs, clock: ctx.deps.clock, watch: ctx.idleWatch } } : {}),
     onDone: (end, error) => {
       if (end === 'end') {
         if (tail) ex.usage = tail.usage();

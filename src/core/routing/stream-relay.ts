@@ -10,9 +10,10 @@
 
 import { webStreamOf } from '../contracts/answer.ts';
 import { callbackOf } from '../contracts/callback-of.ts';
-import { type Clock, type TimerHandle, watchdog } from '../contracts/runtime.ts';
+import type { Clock } from '../contracts/runtime.ts';
 import type { ChunkReader, ChunkSource } from '../contracts/upstream.ts';
 import type { ChunkTail } from '../observability/usage.ts';
+import { DueList, type Expiring } from './due-list.ts';
 
 export type RelayEnd = 'end' | 'error' | 'cancel';
 
@@ -34,8 +35,12 @@ export interface RelayOptions {
   describeError?(error: unknown): string;
   /** Type and code of that SSE error event (default `upstream_stream_error`). */
   errorType?(error: unknown): string | undefined;
-  /** Longest silence between chunks before the stream is cut (ms; absent or 0: none). */
-  idle?: { ms: number; clock: Clock };
+  /**
+   * Longest silence between chunks before the stream is cut (ms; absent or 0: none), and the list
+   * that watches it: the router's, one timer for every stream, or when absent one of the stream's
+   * own (a Worker's isolate, where no timer may outlive the request that set it).
+   */
+  idle?: { ms: number; clock: Clock; watch?: DueList<Expiring> | undefined };
   /**
    * The request's deadline. When it passes while nobody is reading, the client has stopped reading:
    * the relay ends as cancelled (some hosts, such as a local workerd, never report a client that
@@ -65,45 +70,43 @@ export function sseErrorEvent(
   return encoder.encode(`${needsSeparator ? '\n\n' : ''}data: ${event}\n\n`);
 }
 
-const checkIdle = (guard: IdleGuard) => guard.check();
 const cancelIdle = (reader: ChunkReader) => void reader.cancel(new StreamIdleError('idle')).catch(() => {});
 const stopRelay = (relay: Relay, reason: string) => relay.stopped(reason);
 
 /**
- * Cuts a silent stream: one timer, re-armed only when it fires early (chunks just note the time).
- * Its callbacks, like the relay's, are made with `callbackOf` (contracts/callback-of.ts says why).
+ * Cuts a silent stream: a member of a list of expiring things (due-list.ts), due its idle limit
+ * after its last chunk (chunks just note the time). The list is the router's, one timer for every
+ * stream, or the guard's own. Its callbacks, like the relay's, are made with `callbackOf`
+ * (contracts/callback-of.ts says why).
  */
-class IdleGuard {
+class IdleGuard implements Expiring {
+  slot = -1;
   lastChunkAt: number;
   expired = false;
-  private timer: TimerHandle | undefined;
+  private readonly ms: number;
+  private readonly watch: DueList<Expiring>;
 
   constructor(
-    private readonly idle: { ms: number; clock: Clock },
+    idle: NonNullable<RelayOptions['idle']>,
     private readonly onExpire: () => void,
   ) {
+    this.ms = idle.ms;
     this.lastChunkAt = idle.clock.monotonic();
-    this.arm(idle.ms);
+    this.watch = idle.watch ?? new DueList(idle.clock, { watchdog: true });
+    this.watch.add(this);
   }
 
-  private arm(ms: number): void {
-    this.timer = this.idle.clock.setTimeout(watchdog(callbackOf(this, checkIdle)), ms);
+  dueAt(): number {
+    return this.lastChunkAt + this.ms;
   }
 
-  /** The timer fired: the stream is cut if it stayed silent, else the timer waits out the rest. */
-  check(): void {
-    const silent = this.idle.clock.monotonic() - this.lastChunkAt;
-    if (silent < this.idle.ms) {
-      this.arm(this.idle.ms - silent);
-      return;
-    }
+  expire(): void {
     this.expired = true;
     this.onExpire();
   }
 
   stop(): void {
-    if (this.timer !== undefined) this.idle.clock.clearTimeout(this.timer);
-    this.timer = undefined;
+    this.watch.delete(this);
   }
 }
 

@@ -76,3 +76,21 @@ describe('InFlight deadlines', () => {
     expect(open().shutDown).toBe(true);
   });
 });
+
+describe('the idle limit of relayed answers', () => {
+  it('shares one list (one timer) on a host with a list of requests in flight; a Worker keeps one per answer', () => {
+    const withList = setup();
+    const { ctx } = testContext({
+      fleet: scriptedFleet([routedTo('a', 1)]).fleet,
+      upstream: statusUpstream([200]).upstream,
+    });
+    const shared = testContext({
+      fleet: scriptedFleet([routedTo('a', 1)]).fleet,
+      upstream: statusUpstream([200]).upstream,
+      clock: withList.clock,
+      inFlight: withList.inFlight,
+    }).ctx;
+    expect(shared.idleWatch).toBeDefined();
+    expect(ctx.idleWatch).toBeUndefined();
+  });
+});
