@@ -85,7 +85,7 @@ function handFed() {
     },
   };
   return {
-    source: { getReader: () => reader },
+    source: { getReader: () => reader, cancel: (reason?: unknown) => reader.cancel(reason) },
     push: (text: string) => give({ done: false, value: new TextEncoder().encode(text) }),
     end: () => give({ done: true, value: undefined }),
     cancelled: () => cancelled,
