@@ -95,7 +95,7 @@ export function createPipelineContext(config: RouterConfig, deps: RouterDeps): P
     models: new ModelLabels(() => deps.fleet.models()),
     trustedProxies: trustedProxies(config.server.trustedProxies),
     timeoutMs: config.server.requestTimeoutSecs * 1000,
-    stalls: new StallWatch(deps.clock, stallSettings(config)),
+    stalls: new StallWatch(deps.clock, stallSettings(config), (id) => hasOtherWorker(deps.fleet, id)),
     idleTimeoutMs: {
       stream: config.attempt.streamIdleTimeoutSecs * 1000,
       plain: config.attempt.idleTimeoutSecs * 1000,
@@ -105,6 +105,26 @@ export function createPipelineContext(config: RouterConfig, deps: RouterDeps): P
     ...(config.pd.enabled ? { pd: pdContext(config, deps) } : {}),
     ...(config.workers.apiKey === undefined ? {} : { apiKey: config.workers.apiKey }),
   };
+}
+
+/**
+ * Whether the fleet holds a worker besides `id`, of its role, that could take an attempt now (not
+ * down, draining, held off or with an open breaker). A fleet that answers asynchronously (a
+ * Durable Object, a shared store) is not asked: true.
+ */
+function hasOtherWorker(fleet: FleetApi, id: string): boolean {
+  const workers = fleet.listWorkers();
+  if (!Array.isArray(workers)) return true;
+  const role = workers.find((w) => w.id === id)?.role;
+  return workers.some(
+    (w) =>
+      w.id !== id &&
+      (role === undefined || w.role === role) &&
+      w.healthy &&
+      !w.draining &&
+      w.suspended !== true &&
+      w.circuit !== 'open',
+  );
 }
 
 /** The KV connector a config runs: --kv-connector, else P2P-NCCL when workers register over ZMQ, else NIXL. */

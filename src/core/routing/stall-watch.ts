@@ -12,7 +12,8 @@
  * - Canary: a suspect with two or more waiting attempts while no other worker has shown progress
  *   (every client is stuck on it, so nothing else gets traffic): its oldest attempt is moved to
  *   another worker, at most once per threshold, which tells whether the others are alive. A canary
- *   is no evidence against the engine by itself.
+ *   is no evidence against the engine by itself. With no other worker to move it to (a lone
+ *   engine, the others down or draining), nothing is moved: the attempts wait, held by their limits.
  * - Per-attempt limits: an attempt whose first byte takes longer than its class's first-byte
  *   timeout is abandoned the same way.
  * Threshold = max(the class's minimum, factor × the recent p95 time to first byte of that class).
@@ -93,6 +94,12 @@ export class StallWatch {
   constructor(
     private readonly clock: Clock,
     private readonly settings: StallSettings,
+    /**
+     * Whether the fleet has another worker that could take an attempt moved off `workerId` (a
+     * canary); true when it cannot tell (a remote fleet). On a lone engine a move would only abort
+     * its work and send it straight back.
+     */
+    private readonly hasOther: (workerId: string) => boolean = () => true,
   ) {}
 
   /** Starts tracking an attempt to `workerId` (sent now). */
@@ -167,7 +174,7 @@ export class StallWatch {
       const window = this.windowFor(w);
       if (this.othersProgressed(id, now - window)) {
         for (const t of w.waiting.members()) this.abandon(t, 'stalled');
-      } else if (w.waiting.size >= 2 && now - w.canaryAt > window) {
+      } else if (w.waiting.size >= 2 && now - w.canaryAt > window && this.hasOther(id)) {
         // Nobody else has shown progress: move one attempt elsewhere to find out. Requests pile up
         // on a hung engine; a lone long request is not taken for a hang.
         w.canaryAt = now;

@@ -51,6 +51,21 @@ describe('StallWatch', () => {
     expect(second.abandoned).toBeUndefined(); // at most one canary per threshold
   });
 
+  it('moves nothing when the fleet has no other worker to take the attempt (a lone engine)', () => {
+    const clock = new FakeClock();
+    const others = new Map([['a', false]]);
+    const watch = new StallWatch(clock, settings(), (id) => others.get(id) ?? true);
+    const first = watch.begin('a', true);
+    const second = watch.begin('a', true);
+    clock.advance(60_000);
+    expect(watch.suspects()).toEqual(['a']); // still avoided by new requests, should another engine come
+    expect(first.abandoned).toBeUndefined();
+    expect(second.abandoned).toBeUndefined();
+    others.set('a', true); // a second engine joins
+    clock.advance(1000);
+    expect(first.abandoned).toBe('canary');
+  });
+
   it('the canary is the oldest waiting attempt, even when a newer one took a freed slot', () => {
     const clock = new FakeClock();
     const watch = new StallWatch(clock, settings());
