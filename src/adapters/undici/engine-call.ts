@@ -11,7 +11,12 @@
  */
 import { type Dispatcher, util } from 'undici';
 import { callbackOf } from '../../core/contracts/callback-of.ts';
-import { type CallSignal, UpstreamBodyError, type UpstreamResponse } from '../../core/contracts/upstream.ts';
+import {
+  type BodyWatch,
+  type CallSignal,
+  UpstreamBodyError,
+  type UpstreamResponse,
+} from '../../core/contracts/upstream.ts';
 import { type ChunkFlow, ChunkQueue } from './chunk-source.ts';
 
 type Headers = Record<string, string | string[]>;
@@ -47,6 +52,8 @@ export class EngineCall implements Dispatcher.DispatchHandler, ChunkFlow {
     private readonly bufferLimit: number,
     /** A HEAD request: its answer has no body, whatever its content-length says. */
     private readonly bodiless = false,
+    /** Told of a buffered body's start and of each of its chunks (its idle limit is the core's). */
+    private readonly bodyWatch?: BodyWatch,
   ) {
     signal?.addEventListener('abort', this.onAbort);
   }
@@ -98,6 +105,7 @@ export class EngineCall implements Dispatcher.DispatchHandler, ChunkFlow {
       const n = Number(length);
       if (n === 0 || (n > 0 && n <= this.bufferLimit)) {
         this.buffer = Buffer.allocUnsafe(n);
+        if (n > 0) this.bodyWatch?.bodyProgress();
         return true;
       }
     }
@@ -115,6 +123,7 @@ export class EngineCall implements Dispatcher.DispatchHandler, ChunkFlow {
     }
     chunk.copy(buffer, this.received);
     this.received += chunk.length;
+    if (this.received < buffer.length) this.bodyWatch?.bodyProgress();
     return true;
   }
 

@@ -61,7 +61,14 @@ export function createUndiciUpstream(options: UndiciUpstreamOptions = {}): Undic
     const { origin, path } = splitUrl(req.url);
     return new Promise<UpstreamResponse>((resolve, reject) => {
       const stale = (err: unknown) => reject(tagStaleConnection(err));
-      const call = new EngineCall(resolve, stale, req.signal, bufferLimit, req.method === 'HEAD');
+      const call = new EngineCall(
+        resolve,
+        stale,
+        req.signal,
+        bufferLimit,
+        req.method === 'HEAD',
+        req.bodyWatch,
+      );
       agent.dispatch(
         {
           origin,

@@ -10,6 +10,17 @@ export interface UpstreamRequest {
   headers: Record<string, string>;
   body: Uint8Array | ReadableStream<Uint8Array> | null;
   signal: CallSignal;
+  /**
+   * Told when the transport starts reading an answer's body whole before it answers (its head
+   * arrived), and again as each of that body's chunks arrives (where the transport sees them), so
+   * the core can hold the body to its idle limit: the transport itself sets no timer.
+   */
+  bodyWatch?: BodyWatch;
+}
+
+/** See `UpstreamRequest.bodyWatch`. */
+export interface BodyWatch {
+  bodyProgress(): void;
 }
 
 /**

@@ -2,96 +2,30 @@
  * The state of one leg's attempts (the attempt loop's state object): the leg, its hard exclusions
  * (transport failures) and soft ones (engines that pushed back), the backoffs taken, the retry
  * rules that apply, and which engines already counted a failure for this request (one request's
- * retries against one engine are one failure signal, not five); plus the shapes the steps exchange.
+ * retries against one engine are one failure signal, not five). The shapes the steps exchange are
+ * in leg.ts.
  */
 import { callbackOf } from '../contracts/callback-of.ts';
 import { RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome, RoutedWorker, RouteInput } from '../contracts/fleet-api.ts';
-import type { CallSignal, ChunkReader, UpstreamResponse } from '../contracts/upstream.ts';
+import type { BodyWatch, CallSignal } from '../contracts/upstream.ts';
 import { backoffDelayMs, maxAttempts, type RetrySettings } from '../resilience/backoff.ts';
 import { CallAbort } from '../upstream/call-signal.ts';
+import { DueList, type Expiring } from './due-list.ts';
 import { ABANDONED, type Exchange, SHUTDOWN } from './exchange.ts';
-import type { AttemptTracker } from './stall-watch.ts';
-
-/** One leg to send: the regular request, or a prefill or decode leg. */
-export interface Leg {
-  /** What routing reads: model, routing text and keys. */
-  input: RouteInput;
-  role?: 'regular' | 'prefill' | 'decode';
-  target: string;
-  headers: Record<string, string>;
-  body: Uint8Array | ReadableStream<Uint8Array> | null;
-  /** The answer streams (SSE): its first chunk is awaited before the answer is committed. */
-  stream?: boolean;
-  /** The body for one worker, when it depends on the worker (prefill/decode legs); else `body`. */
-  bodyFor?: (worker: RoutedWorker) => Uint8Array;
-  /** The engine-facing request id, when it depends on the worker (P2P-NCCL); else the request's. */
-  requestIdFor?: (worker: RoutedWorker) => string;
-  /**
-   * Whether this leg may still be sent to `worker` (checked before every send): false withdraws the
-   * leg (its lease given back) so the caller can start over, e.g. a decode leg past the prefill's
-   * KV hold time, or a P2P-NCCL decode leg rerouted away from the worker its prefill pushed to.
-   */
-  admits?: (worker: RoutedWorker) => boolean;
-  /** A leg running beside the answering one (concurrent prefill): it never names the answering worker. */
-  background?: boolean;
-  /**
-   * Retries stay on the worker of the first attempt (a concurrent prefill: the decode already names
-   * it): a retryable answer that would move the leg elsewhere passes through instead.
-   */
-  pinned?: boolean;
-}
-
-/** A stream's first read, taken before the answer was committed; the relay continues from it. */
-export interface Prefetched {
-  reader: ChunkReader;
-  first: ReadableStreamReadResult<Uint8Array>;
-}
-
-export type LegResult =
-  | {
-      kind: 'response';
-      res: UpstreamResponse;
-      worker: RoutedWorker;
-      lease: number;
-      outcome: AttemptOutcome;
-      prefetched?: Prefetched;
-    }
-  | { kind: 'error'; error: RouterError; outcome?: AttemptOutcome }
-  | { kind: 'aborted' }
-  /** The leg's `admits` turned the next worker down, or the leg was called off (`AttemptRun.callOff`). */
-  | { kind: 'withdrawn'; worker?: RoutedWorker };
-
-/** A worker and lease the fleet gave for the next attempt. */
-export interface Routed {
-  kind: 'routed';
-  worker: RoutedWorker;
-  lease: number;
-  /** Back off this long before sending (the only worker left is one that asked to wait). */
-  waitMs?: number;
-}
-
-/** A response the engine sent, with what the loop knows about its attempt. */
-export interface Answered {
-  worker: RoutedWorker;
-  lease: number;
-  res: UpstreamResponse;
-  tracker: AttemptTracker;
-  /** Known already when the transport delivered the whole body. */
-  firstByteMs?: number;
-}
-
-/** What a step says comes next: the leg's result, another attempt (routed already, or not), or a wait. */
-export type Next =
-  | { kind: 'done'; result: LegResult }
-  | { kind: 'again' }
-  | Routed
-  | { kind: 'wait'; delay: number; reason: string };
+import type { Leg, LegResult } from './leg.ts';
+import { StreamIdleError } from './stream-relay.ts';
 
 const stopAttempt = (run: AttemptRun, reason: string) => run.stopAttempt(reason);
 const abandonAttempt = (run: AttemptRun) => run.abandonAttempt();
 
-export class AttemptRun {
+/**
+ * The state of a leg's attempts. It is also the watch of a body its transport reads whole before
+ * answering (`BodyWatch`): from the body's head until the send settles the run sits in the idle
+ * list, due the idle limit after the body's last sign of progress, and a body that falls silent
+ * that long is cut (its attempt aborted: the transport fails it as a body that broke).
+ */
+export class AttemptRun implements BodyWatch, Expiring {
   /** Worker ids excluded after transport failures or stalls (reset when no candidate is left). */
   readonly exclude: string[] = [];
   /** Workers that answered a retryable status: other workers are preferred for the next attempts. */
@@ -232,6 +166,45 @@ export class AttemptRun {
   /** Settles an attempt's lease with the outcome this request may still record on that worker. */
   settle(worker: RoutedWorker, lease: number, outcome: AttemptOutcome): Promise<boolean> | boolean {
     return this.ex.ctx.deps.fleet.settle(lease, this.signal(worker.id, outcome));
+  }
+
+  /** Its place in the idle list while a buffered body is read (due-list.ts), -1 otherwise. */
+  slot = -1;
+  /** When the buffered body last made progress (the clock's monotonic ms). */
+  private bodyAt = 0;
+  /** The idle list of a host without the router's one (a Worker): made with the first body. */
+  private ownIdleList: DueList<Expiring> | undefined;
+
+  private get idleMs(): number {
+    const { idleTimeoutMs } = this.ex.ctx;
+    return this.leg.stream === true ? idleTimeoutMs.stream : idleTimeoutMs.plain;
+  }
+
+  private idleList(): DueList<Expiring> {
+    const { ctx } = this.ex;
+    if (ctx.idleWatch !== undefined) return ctx.idleWatch;
+    this.ownIdleList ??= new DueList(ctx.deps.clock, { watchdog: true });
+    return this.ownIdleList;
+  }
+
+  /** The transport reads a body whole: its head arrived, or one of its chunks. */
+  bodyProgress(): void {
+    this.bodyAt = this.ex.ctx.deps.clock.monotonic();
+    if (this.slot < 0 && this.idleMs > 0) this.idleList().add(this);
+  }
+
+  /** The send settled (answered or failed): the body's idle limit no longer applies. */
+  bodySettled(): void {
+    if (this.slot >= 0) this.idleList().delete(this);
+  }
+
+  dueAt(): number {
+    return this.bodyAt + this.idleMs;
+  }
+
+  /** The buffered body was silent for its idle limit: its attempt is aborted. */
+  expire(): void {
+    this.ctl.abort(new StreamIdleError(`no data for ${this.idleMs} ms`));
   }
 
   /** Backs off before the next attempt; false when the client left or the deadline passed. */

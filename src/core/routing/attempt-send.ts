@@ -19,7 +19,8 @@ import {
   type UpstreamResponse,
 } from '../contracts/upstream.ts';
 import { streamedBody } from '../upstream/body.ts';
-import type { Answered, AttemptRun, Next, Routed } from './attempt-run.ts';
+import type { AttemptRun } from './attempt-run.ts';
+import type { Answered, Next, Routed } from './leg.ts';
 import type { AttemptTracker } from './stall-watch.ts';
 
 export type Sent = { kind: 'sent'; answered: Answered };
@@ -37,7 +38,9 @@ export function transportDetail(err: unknown): string {
   let out = describeOne(err);
   let cause = err instanceof Error ? err.cause : undefined;
   for (let depth = 0; cause !== undefined && depth < 3; depth++) {
-    out += `: ${describeOne(cause)}`;
+    const detail = describeOne(cause);
+    // A wrapper that already quotes its cause (an UpstreamBodyError) says it once.
+    if (!out.endsWith(detail)) out += `: ${detail}`;
     cause = cause instanceof Error ? cause.cause : undefined;
   }
   return out;
@@ -77,7 +80,7 @@ function attemptRequest(run: AttemptRun, worker: RoutedWorker, signal: CallSigna
     if (ctx.apiKey !== undefined) headers.authorization = `Bearer ${ctx.apiKey}`;
   }
   const body = leg.bodyFor ? leg.bodyFor(worker) : leg.body;
-  return { url: worker.url + leg.target, method: ex.call.method, headers, body, signal };
+  return { url: worker.url + leg.target, method: ex.call.method, headers, body, signal, bodyWatch: run };
 }
 
 /** The stall watch gave up on this attempt: record it, exclude the worker, try elsewhere. */
@@ -179,7 +182,9 @@ export async function sendStep(run: AttemptRun, routed: Routed): Promise<Sent | 
     try {
       request ??= attemptRequest(run, worker, run.attemptSignal);
       res = await ctx.deps.upstream(request);
+      run.bodySettled();
     } catch (err) {
+      run.bodySettled();
       if (resent || request === undefined || !resendsFree(err, request.body, request.signal)) {
         watch.end(tracker);
         return failedSend(run, { worker, lease, tracker }, err);

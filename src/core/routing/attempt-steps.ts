@@ -10,8 +10,9 @@ import type { UpstreamResponse } from '../contracts/upstream.ts';
 import { retryAfterMs } from '../resilience/backoff.ts';
 import { outcomeForStatus } from '../resilience/classify.ts';
 import { discardBody, streamedBody } from '../upstream/body.ts';
-import type { Answered, AttemptRun, Next, Routed } from './attempt-run.ts';
+import type { AttemptRun } from './attempt-run.ts';
 import { firstByteStep } from './attempt-send.ts';
+import type { Answered, Next, Routed } from './leg.ts';
 
 const RETRY_AFTER_STATUSES = new Set([429, 503]);
 

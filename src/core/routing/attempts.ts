@@ -10,13 +10,14 @@
  * the last engine response then passes through as the engine sent it.
  */
 
-import { AttemptRun, type Leg, type LegResult, type Next, type Routed } from './attempt-run.ts';
+import { AttemptRun } from './attempt-run.ts';
 import { sendStep } from './attempt-send.ts';
 import { decideStep, routeStep } from './attempt-steps.ts';
 import type { Exchange } from './exchange.ts';
+import type { Leg, LegResult, Next, Routed } from './leg.ts';
 
-export type { Leg, LegResult, Routed } from './attempt-run.ts';
 export { AttemptRun } from './attempt-run.ts';
+export type { Leg, LegResult, Routed } from './leg.ts';
 
 /** The loop's first step, and the one after a transport failure: route (again). */
 const ROUTE: Next = { kind: 'again' };

@@ -9,10 +9,10 @@
 import { RouterError } from '../contracts/errors.ts';
 import type { RoutedWorker } from '../contracts/fleet-api.ts';
 import { discardBody } from '../upstream/body.ts';
-import type { LegResult } from './attempt-run.ts';
 import { AttemptRun, routeFirst, runAttempts } from './attempts.ts';
 import type { ProxyCall } from './context.ts';
 import type { Exchange } from './exchange.ts';
+import type { LegResult } from './leg.ts';
 import { decodeBody, type JsonObject, prefillBody } from './pd-bodies.ts';
 import { mooncakeDecodeParams, mooncakePrefillParams, transferId } from './pd-connectors.ts';
 import type { PdContext } from './pd-context.ts';

@@ -15,10 +15,10 @@
 import { RouterError } from '../contracts/errors.ts';
 import type { RoutedWorker } from '../contracts/fleet-api.ts';
 import { maxAttempts } from '../resilience/backoff.ts';
-import type { LegResult } from './attempt-run.ts';
 import { AttemptRun, routeFirst, runAttempts } from './attempts.ts';
 import type { ProxyCall } from './context.ts';
 import type { Exchange } from './exchange.ts';
+import type { LegResult } from './leg.ts';
 import { decodeBody, type JsonObject, prefillBody } from './pd-bodies.ts';
 import { concurrentPlan } from './pd-concurrent.ts';
 import {

@@ -7,10 +7,11 @@
 import { RouterError } from '../contracts/errors.ts';
 import type { RoutedWorker, RouteInput } from '../contracts/fleet-api.ts';
 import { concatChunks } from '../upstream/body.ts';
-import type { AttemptRun, Leg, LegResult, Routed } from './attempt-run.ts';
+import type { AttemptRun } from './attempt-run.ts';
 import { runAttempts } from './attempts.ts';
 import type { ProxyCall } from './context.ts';
 import type { Exchange } from './exchange.ts';
+import type { Leg, LegResult, Routed } from './leg.ts';
 import { isObject, type JsonObject } from './pd-bodies.ts';
 import type { PdContext } from './pd-context.ts';
 

@@ -11,12 +11,12 @@ import { errorAnswer, RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome } from '../contracts/fleet-api.ts';
 import type { ChunkSource } from '../contracts/upstream.ts';
 import { ChunkTail, usageIn } from '../observability/usage.ts';
-import type { Leg, LegResult, Prefetched } from './attempt-run.ts';
 import { transportDetail } from './attempt-send.ts';
 import { runAttempts } from './attempts.ts';
 import type { PipelineContext, ProxyCall } from './context.ts';
 import { Exchange } from './exchange.ts';
 import { clientResponseHeaders, isEventStream } from './headers.ts';
+import type { Leg, LegResult, Prefetched } from './leg.ts';
 import { runPd } from './pd-flow.ts';
 import { relaySource } from './stream-relay.ts';
 

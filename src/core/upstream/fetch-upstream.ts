@@ -45,6 +45,8 @@ export function fetchUpstream(fetchImpl: typeof fetch = fetch): Upstream {
     const length = Number(headers['content-length'] ?? Number.NaN);
     const sse = headers['content-type']?.includes('text/event-stream') === true;
     if (res.body !== null && !sse && length > 0 && length <= BUFFER_LIMIT_BYTES) {
+      // `arrayBuffer` shows no chunks: the body's idle limit runs from its head to its end.
+      req.bodyWatch?.bodyProgress();
       return { status: res.status, headers, body: await readWhole(res) };
     }
     return { status: res.status, headers, body: res.body };
