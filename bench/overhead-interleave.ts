@@ -7,7 +7,7 @@
  * `npm run bench` (its CPU table) and `npm run bench:ab`.
  */
 import { readFileSync } from 'node:fs';
-import { type Body, closedLoop, streamTtft } from './overhead-load.ts';
+import { type Body, closedLoop, streamTtft, type Throughput, wrk } from './overhead-load.ts';
 import type { Server } from './overhead-procs.ts';
 import { processCpuMs } from './pd-support.ts';
 
@@ -83,4 +83,26 @@ export async function interleavedTtft(
     }
   }
   return p50s;
+}
+
+/**
+ * Throughput measured the same way, with wrk (one thread, c32) saturating each proxy in turn:
+ * `rounds` rounds of `seconds` per proxy, the order reversed every other round. Per proxy, each
+ * round's result, so ratios can be taken round by round (both sides of a ratio then share the
+ * machine's state of that round).
+ */
+export async function interleavedThroughput(
+  servers: Server[],
+  body: string,
+  options: { rounds: number; seconds: number; dir: string },
+): Promise<Throughput[][]> {
+  const out = servers.map(() => [] as Throughput[]);
+  const forward = servers.map((_, i) => i);
+  for (const s of servers) await wrk(options.dir, s.url, body, 32, 1); // warm-up
+  for (let r = 0; r < options.rounds; r++) {
+    for (const i of r % 2 === 0 ? forward : [...forward].reverse()) {
+      out[i]?.push(await wrk(options.dir, (servers[i] as Server).url, body, 32, options.seconds));
+    }
+  }
+  return out;
 }

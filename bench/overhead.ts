@@ -4,6 +4,7 @@
  *   npm run bench      # REPEATS=3 DURATION=5 CPU_REQUESTS=4000 STREAM_SECONDS=2 SKIP_BUILD=1
  *                      # TARGETS=floor,cache_aware,round_robin,nginx,deno,deno_floor KEEP_LOGS=1 (servers' output)
  *                      # BURSTS=12 BURST_REQUESTS=1500 TTFT_ROUNDS=8 TTFT_ROUND_SECONDS=1
+ *                      # RPS_ROUNDS=10 RPS_ROUND_SECONDS=2 (interleaved wrk throughput)
  *                      # (floor_one_engine: the floor in front of one engine, opt-in)
  * The proxy under test has CPU 0 to itself; the engines, the load (wrk -t1 when installed, else a
  * closed-loop client) and this process share CPU 1 (taskset; no pinning without it or with one CPU).
@@ -15,14 +16,24 @@
  * Then the CPU table that the noise of a shared VM cannot skew as much: every target running at
  * once, BURSTS closed-loop bursts of BURST_REQUESTS requests at c32 sent to each in turn
  * (overhead-interleave.ts), each burst's CPU per request divided by the floor's in the same burst;
- * and the time to first token measured the same way: streaming rounds at c1 and at c32 sent to each
- * target in turn, each round's p50 compared with the floor's of the same round.
+ * the time to first token measured the same way: streaming rounds at c1 and at c32 sent to each
+ * target in turn, each round's p50 compared with the floor's of the same round; and, with wrk,
+ * throughput measured the same way: wrk rounds at c32 to each target in turn, each round's
+ * requests/s and p99 divided by the floor's (and the router on Deno's by the Node router's) of the
+ * same round.
  */
 import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { interleavedBursts, interleavedTtft, mean, median, treeCpuMs } from './overhead-interleave.ts';
+import {
+  interleavedBursts,
+  interleavedThroughput,
+  interleavedTtft,
+  mean,
+  median,
+  treeCpuMs,
+} from './overhead-interleave.ts';
 import { closedLoop, streamTtft, type Throughput, wrk } from './overhead-load.ts';
 import {
   configureEngines as configure,
@@ -48,6 +59,8 @@ const BURSTS = Number(process.env.BURSTS ?? 12);
 const BURST_REQUESTS = Number(process.env.BURST_REQUESTS ?? 1500);
 const TTFT_ROUNDS = Number(process.env.TTFT_ROUNDS ?? 8);
 const TTFT_ROUND_SECONDS = Number(process.env.TTFT_ROUND_SECONDS ?? 1);
+const RPS_ROUNDS = Number(process.env.RPS_ROUNDS ?? 10);
+const RPS_ROUND_SECONDS = Number(process.env.RPS_ROUND_SECONDS ?? 2);
 const WRK = hasCommand('wrk');
 const NGINX = hasCommand('nginx');
 const TARGETS = (process.env.TARGETS ?? 'floor,cache_aware,round_robin,nginx,deno,deno_floor')
@@ -138,9 +151,47 @@ async function interleavedTable(engines: Server[]): Promise<void> {
         `| ${t} | ${mean(mine).toFixed(1)} | ${cells.join(' | ')} | ${median(rps[i] as number[]).toFixed(0)} |`,
       );
     });
+    if (WRK) await interleavedThroughputTable(servers);
     await interleavedTtftTable(servers, engines);
   } finally {
     for (const s of servers) await s.stop();
+  }
+}
+
+/** The per-round ratios of `mine` to `base`: median (min–max). */
+function ratioCell(mine: number[], base: number[]): string {
+  const r = mine.map((v, i) => v / (base[i] as number));
+  return `${median(r).toFixed(2)} (${Math.min(...r).toFixed(2)}–${Math.max(...r).toFixed(2)})`;
+}
+
+/** Requests/s and p99 with every target running at once, in interleaved wrk rounds. */
+async function interleavedThroughputTable(servers: Server[]): Promise<void> {
+  const options = { rounds: RPS_ROUNDS, seconds: RPS_ROUND_SECONDS, dir: WORK_DIR };
+  const runs = await interleavedThroughput(servers, chat(false), options);
+  const rps = runs.map((r) => r.map((t) => t.rps));
+  const p99 = runs.map((r) => r.map((t) => t.p99Ms));
+  const floor = TARGETS.indexOf('floor');
+  console.log(
+    `\nThroughput, all targets running at once, ${RPS_ROUNDS} interleaved wrk rounds of ${RPS_ROUND_SECONDS} s ` +
+      'at c32 per target (median of the rounds; ÷ floor: median (min–max) of the per-round ratios):\n',
+  );
+  console.log('| target | req/s | req/s ÷ floor | p99 ms | p99 ÷ floor | errors |');
+  console.log('|---|---:|---:|---:|---:|---:|');
+  TARGETS.forEach((t, i) => {
+    const [mine, late] = [rps[i] as number[], p99[i] as number[]];
+    const errors = (runs[i] as Throughput[]).reduce((n, r) => n + r.errors, 0);
+    const [toFloor, p99ToFloor] =
+      floor < 0
+        ? ['–', '–']
+        : [ratioCell(mine, rps[floor] as number[]), ratioCell(late, p99[floor] as number[])];
+    console.log(
+      `| ${t} | ${median(mine).toFixed(0)} | ${toFloor} | ${median(late).toFixed(2)} | ${p99ToFloor} | ${errors} |`,
+    );
+  });
+  const [deno, node] = [TARGETS.indexOf('deno'), TARGETS.indexOf('cache_aware')];
+  if (deno >= 0 && node >= 0) {
+    const cell = ratioCell(rps[deno] as number[], rps[node] as number[]);
+    console.log(`\nDeno ÷ Node, same code, cache_aware, interleaved: req/s ${cell}`);
   }
 }
 
