@@ -35,4 +35,13 @@ describe('compact routing text', () => {
     expect(compactRoutingText('abc')).not.toBe(compactRoutingText('abcd').slice(0, 2));
     expect(compactRoutingText('a'.repeat(64))).not.toBe(compactRoutingText('b'.repeat(64)));
   });
+
+  it('the hash does not change between versions (isolates and their object may run different builds)', () => {
+    const codes = (t: string) => [...t].map((ch) => ch.charCodeAt(0).toString(16));
+    const c = compactRoutingText([system, 'user: ', 'where is the station?']);
+    expect(c).toHaveLength(38);
+    expect(codes(c.slice(0, 6))).toEqual(['47b5', 'a62f', 'aa4a', 'a212', '8461', '40a7']);
+    expect(codes(c.slice(-4))).toEqual(['8e1d', '5e63', 'bd8c', '5e97']);
+    expect(codes(compactRoutingText('abc'))).toEqual(codes('\u699a\u92c7'));
+  });
 });
