@@ -95,7 +95,7 @@ export function createPipelineContext(config: RouterConfig, deps: RouterDeps): P
     models: new ModelLabels(() => deps.fleet.models()),
     trustedProxies: trustedProxies(config.server.trustedProxies),
     timeoutMs: config.server.requestTimeoutSecs * 1000,
-    stalls: new StallWatch(deps.clock, stallSettings(config), (id) => hasOtherWorker(deps.fleet, id)),
+    stalls: new StallWatch(deps.clock, stallSettings(config), otherWorkerCheck(deps.fleet)),
     idleTimeoutMs: {
       stream: config.attempt.streamIdleTimeoutSecs * 1000,
       plain: config.attempt.idleTimeoutSecs * 1000,
@@ -110,21 +110,30 @@ export function createPipelineContext(config: RouterConfig, deps: RouterDeps): P
 /**
  * Whether the fleet holds a worker besides `id`, of its role, that could take an attempt now (not
  * down, draining, held off or with an open breaker). A fleet that answers asynchronously (a
- * Durable Object, a shared store) is not asked: true.
+ * Durable Object) is asked once: its answer is a promise, which is dropped, and from then on the
+ * check says true without asking (a canary is rare; a call to the object per check is not worth it).
  */
-function hasOtherWorker(fleet: FleetApi, id: string): boolean {
-  const workers = fleet.listWorkers();
-  if (!Array.isArray(workers)) return true;
-  const role = workers.find((w) => w.id === id)?.role;
-  return workers.some(
-    (w) =>
-      w.id !== id &&
-      (role === undefined || w.role === role) &&
-      w.healthy &&
-      !w.draining &&
-      w.suspended !== true &&
-      w.circuit !== 'open',
-  );
+export function otherWorkerCheck(fleet: FleetApi): (id: string) => boolean {
+  let remote = false;
+  return (id) => {
+    if (remote) return true;
+    const workers = fleet.listWorkers();
+    if (!Array.isArray(workers)) {
+      remote = true;
+      Promise.resolve(workers).catch(() => {});
+      return true;
+    }
+    const role = workers.find((w) => w.id === id)?.role;
+    return workers.some(
+      (w) =>
+        w.id !== id &&
+        (role === undefined || w.role === role) &&
+        w.healthy &&
+        !w.draining &&
+        w.suspended !== true &&
+        w.circuit !== 'open',
+    );
+  };
 }
 
 /** The KV connector a config runs: --kv-connector, else P2P-NCCL when workers register over ZMQ, else NIXL. */

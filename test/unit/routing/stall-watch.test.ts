@@ -1,5 +1,7 @@
 /** The stall watch on the fake clock: suspects, stalls, canaries and first-byte limits. */
 import { describe, expect, it } from 'vitest';
+import type { FleetApi, WorkerInfo } from '../../../src/core/contracts/fleet-api.ts';
+import { otherWorkerCheck } from '../../../src/core/routing/context.ts';
 import { type StallSettings, StallWatch } from '../../../src/core/routing/stall-watch.ts';
 import { FakeClock } from '../../support/fake-clock.ts';
 
@@ -117,5 +119,46 @@ describe('StallWatch', () => {
     clock.advance(1000);
     expect(t.abandoned).toBe('first_byte_timeout');
     expect(clock.pendingTimers).toBe(0); // the check timer stops when nothing waits
+  });
+
+  describe('whether another worker could take a moved attempt (the fleet is asked)', () => {
+    const worker = (id: string, over: Partial<WorkerInfo> = {}): WorkerInfo => ({
+      id,
+      url: `http://${id}`,
+      role: 'regular',
+      models: null,
+      healthy: true,
+      draining: false,
+      circuit: 'closed',
+      load: 0,
+      processed: 0,
+      ...over,
+    });
+    const fleetOf = (list: () => WorkerInfo[] | Promise<WorkerInfo[]>) =>
+      ({ listWorkers: list }) as unknown as FleetApi;
+
+    it('a local fleet: only a worker of the same role that can take traffic counts', () => {
+      let workers = [worker('a'), worker('b', { healthy: false }), worker('c', { draining: true })];
+      const check = otherWorkerCheck(fleetOf(() => workers));
+      expect(check('a')).toBe(false);
+      workers = [...workers, worker('d', { circuit: 'open' }), worker('e', { role: 'prefill' })];
+      expect(check('a')).toBe(false);
+      workers = [...workers, worker('f')];
+      expect(check('a')).toBe(true);
+    });
+
+    it('a fleet held elsewhere is asked once, its failure swallowed, and the answer is always yes', async () => {
+      let calls = 0;
+      const check = otherWorkerCheck(
+        fleetOf(() => {
+          calls++;
+          return Promise.reject(new Error('the object is unreachable'));
+        }),
+      );
+      expect(check('a')).toBe(true);
+      expect(check('a')).toBe(true);
+      expect(calls).toBe(1);
+      await new Promise((r) => setTimeout(r, 0)); // an unhandled rejection would fail the run
+    });
   });
 });
