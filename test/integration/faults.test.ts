@@ -4,7 +4,7 @@
  * The default cache_aware policy and a shared system prompt, as users run it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { engineRequests, type Running, startStack } from '../support/harness.ts';
+import { engineRequests, metricSum, type Running, startStack } from '../support/harness.ts';
 
 const SYSTEM = 'You are the timetable assistant of a mountain railway. '.repeat(12);
 const chat = (question: string, stream = false) =>
@@ -22,14 +22,6 @@ afterEach(async () => {
   await stack?.stop();
   stack = undefined;
 });
-
-async function metricSum(url: string, prefix: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith(prefix))
-    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
-}
 
 describe('faults over loopback', () => {
   it('a 200 with a content-length cut mid-body is a 502 upstream_body_error, sent once, never retried', async () => {

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { NodeRouterOptions } from '../../src/adapters/node/server.ts';
 import { fetchUpstream } from '../../src/core/upstream/fetch-upstream.ts';
 import { FakeClock } from '../support/fake-clock.ts';
-import { engineRequests, type Running, startStack } from '../support/harness.ts';
+import { engineRequests, metricSum, type Running, startStack } from '../support/harness.ts';
 
 const SYSTEM = 'You are the avalanche bulletin assistant of an alpine valley. '.repeat(30);
 const CLIENTS = 4;
@@ -31,14 +31,6 @@ async function until(check: () => boolean | Promise<boolean>, what: string): Pro
     await new Promise((r) => setTimeout(r, 10));
   }
   throw new Error(`timed out waiting for ${what}`);
-}
-
-async function metric(url: string, name: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith(name))
-    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
 }
 
 /** What one streaming client saw: its content chunks, and the error that ended the stream, if any. */
@@ -102,7 +94,7 @@ describe('a stream that goes silent is cut at its idle limit', () => {
     );
     expect(engineRequests(stack.engines)).toHaveLength(CLIENTS);
     expect(router.fleet.listWorkers().map((w) => w.load)).toEqual([0, 0]);
-    expect(await metric(router.metricsUrl as string, 'vllm_router_active_requests')).toBe(0);
+    expect(await metricSum(router.metricsUrl as string, 'vllm_router_stream_errors_total')).toBe(CLIENTS);
   });
 
   it('--stream-idle-timeout-secs 5: cut after 5 s of silence; 0 turns the limit off', async () => {

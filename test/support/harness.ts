@@ -83,3 +83,12 @@ export async function startStack(options: {
 export function engineRequests(engines: RunningEngine[]) {
   return engines.flatMap((e) => e.engine.log);
 }
+
+/** The sum of every sample of the metric lines starting with `prefix` (a name, or a name and labels). */
+export async function metricSum(url: string, prefix: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(prefix))
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+}
