@@ -33,6 +33,25 @@ export interface Bursts {
   rps: number[][];
 }
 
+/**
+ * `rounds` rounds of `measure` against every server in turn, the order reversed every other round;
+ * per server (in the order given), each round's result.
+ */
+async function alternating<T>(
+  servers: Server[],
+  rounds: number,
+  measure: (s: Server) => Promise<T>,
+): Promise<T[][]> {
+  const out = servers.map(() => [] as T[]);
+  const forward = servers.map((_, i) => i);
+  for (let r = 0; r < rounds; r++) {
+    for (const i of r % 2 === 0 ? forward : [...forward].reverse()) {
+      out[i]?.push(await measure(servers[i] as Server));
+    }
+  }
+  return out;
+}
+
 export async function interleavedBursts(
   servers: Server[],
   body: Body,
@@ -40,19 +59,12 @@ export async function interleavedBursts(
 ): Promise<Bursts> {
   const { bursts, n, c } = options;
   for (const s of servers) await closedLoop(s.url, body, c, options.warmup ?? 3000);
-  const cpu = servers.map(() => [] as number[]);
-  const rps = servers.map(() => [] as number[]);
-  const forward = servers.map((_, i) => i);
-  for (let b = 0; b < bursts; b++) {
-    for (const i of b % 2 === 0 ? forward : [...forward].reverse()) {
-      const s = servers[i] as Server;
-      const before = treeCpuMs(s.pid);
-      const t = await closedLoop(s.url, body, c, n);
-      cpu[i]?.push(((treeCpuMs(s.pid) - before) * 1000) / n);
-      rps[i]?.push(t.rps);
-    }
-  }
-  return { cpu, rps };
+  const runs = await alternating(servers, bursts, async (s) => {
+    const before = treeCpuMs(s.pid);
+    const t = await closedLoop(s.url, body, c, n);
+    return { cpu: ((treeCpuMs(s.pid) - before) * 1000) / n, rps: t.rps };
+  });
+  return { cpu: runs.map((r) => r.map((b) => b.cpu)), rps: runs.map((r) => r.map((b) => b.rps)) };
 }
 
 export const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / Math.max(1, a.length);
@@ -73,16 +85,11 @@ export async function interleavedTtft(
   body: string,
   options: { rounds: number; c: number; seconds: number },
 ): Promise<number[][]> {
-  const p50s = servers.map(() => [] as number[]);
-  const forward = servers.map((_, i) => i);
   for (const s of servers) await streamTtft(s.url, body, options.c, options.seconds); // warm-up
-  for (let r = 0; r < options.rounds; r++) {
-    for (const i of r % 2 === 0 ? forward : [...forward].reverse()) {
-      const t = await streamTtft((servers[i] as Server).url, body, options.c, options.seconds);
-      p50s[i]?.push(t.p50Ms);
-    }
-  }
-  return p50s;
+  const runs = await alternating(servers, options.rounds, (s) =>
+    streamTtft(s.url, body, options.c, options.seconds),
+  );
+  return runs.map((r) => r.map((t) => t.p50Ms));
 }
 
 /**
@@ -96,13 +103,6 @@ export async function interleavedThroughput(
   body: string,
   options: { rounds: number; seconds: number; dir: string },
 ): Promise<Throughput[][]> {
-  const out = servers.map(() => [] as Throughput[]);
-  const forward = servers.map((_, i) => i);
   for (const s of servers) await wrk(options.dir, s.url, body, 32, 1); // warm-up
-  for (let r = 0; r < options.rounds; r++) {
-    for (const i of r % 2 === 0 ? forward : [...forward].reverse()) {
-      out[i]?.push(await wrk(options.dir, (servers[i] as Server).url, body, 32, options.seconds));
-    }
-  }
-  return out;
+  return alternating(servers, options.rounds, (s) => wrk(options.dir, s.url, body, 32, options.seconds));
 }

@@ -182,14 +182,14 @@ export async function sendStep(run: AttemptRun, routed: Routed): Promise<Sent | 
     try {
       request ??= attemptRequest(run, worker, run.attemptSignal);
       res = await ctx.deps.upstream(request);
-      run.bodySettled();
     } catch (err) {
-      run.bodySettled();
       if (resent || request === undefined || !resendsFree(err, request.body, request.signal)) {
         watch.end(tracker);
         return failedSend(run, { worker, lease, tracker }, err);
       }
       ctx.instruments.staleResends.inc();
+    } finally {
+      run.bodySettled();
     }
   }
   const answered: Answered = { worker, lease, res, tracker };
