@@ -9,25 +9,21 @@
  *   BURSTS=20 N=1500 C=32 POLICY=cache_aware npm run bench:ab -- HEAD~3
  *   STREAM=1 npm run bench:ab -- HEAD~3  # streamed answers (SSE, 16 tokens from zero-latency engines)
  *   RUNTIME=deno npm run bench:ab -- HEAD~3  # the two trees' routers on Deno (the floor stays Node's)
+ *   SIZE=8192 npm run bench:ab -- HEAD~3  # chats of about 8 KB, 8 system prompts, every user turn new
+ *                                        # (cache_aware grows its tree on every request); TURNS=k cycles k
  *
  * It also prints each proxy's young-generation collections (V8's --trace-gc-nvp): the mean pause
  * and how much each one promoted to the old generation. A proxy that promotes much more than the
  * floor keeps finished requests reachable for a while, and pays for it in pauses (round 5 of
  * docs/benchmarks.md).
  */
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { GC_FLAGS, logLength, scavenges } from './gc-trace.ts';
 import { interleavedBursts, mean, median } from './overhead-interleave.ts';
 import { closedLoop } from './overhead-load.ts';
-import {
-  answeringAt,
-  type Server,
-  spawnServer,
-  startEngine,
-  startFloor,
-  WORK_DIR,
-} from './overhead-procs.ts';
+import { answeringAt, type Server, spawnServer, startEngine, startFloor } from './overhead-procs.ts';
+import { chatBodies } from './prompt-words.ts';
 import { buildRevision, ROOT } from './revision.ts';
 
 const BURSTS = Number(process.env.BURSTS ?? 20);
@@ -42,12 +38,17 @@ if (!base) {
 
 const STREAM = process.env.STREAM === '1';
 const RUNTIME = process.env.RUNTIME ?? 'node';
-const body = JSON.stringify({
+const SIZE = Number(process.env.SIZE ?? 0);
+const fixed = JSON.stringify({
   model: 'sim-model',
   stream: STREAM,
   max_tokens: 16,
   messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
 });
+const body =
+  SIZE > 0 && !STREAM
+    ? chatBodies(SIZE, { systemPrompts: 8, turns: Number(process.env.TURNS ?? 0), seed: 7 })
+    : fixed;
 
 async function startBuild(name: string, root: string, engines: string[]): Promise<Server> {
   const { url, ready } = answeringAt('/liveness');
@@ -71,39 +72,13 @@ async function startBuild(name: string, root: string, engines: string[]): Promis
   );
 }
 
-const GC_FLAGS = ['--trace-gc-nvp'];
-
-/**
- * Young-generation collections in a proxy's log since `from` (its length before the bursts). Node's
- * V8 prints `--trace-gc-nvp` as `key=value` pairs, Deno's (a newer V8) as JSON after `GC: `.
- */
-function scavenges(name: string, from: number): { count: number; pauseMs: number; promotedKB: number } {
-  const log = readFileSync(join(WORK_DIR, `${name}.log`), 'utf8').slice(from);
-  const records: { pause: number; promoted: number }[] = [];
-  for (const line of log.split('\n')) {
-    if (line.includes('gc=s ')) {
-      const field = (key: string) => Number(new RegExp(` ${key}=([0-9.]+)`).exec(line)?.[1] ?? 0);
-      records.push({ pause: field('pause'), promoted: field('promoted') });
-    } else if (line.includes('"gc":"s"')) {
-      // By pattern, not JSON.parse: another line written at the same time may cut into it.
-      const field = (key: string) => Number(new RegExp(`"${key}":([0-9.]+)`).exec(line)?.[1] ?? Number.NaN);
-      const record = { pause: field('pause'), promoted: field('promoted') };
-      if (Number.isFinite(record.pause) && Number.isFinite(record.promoted)) records.push(record);
-    }
-  }
-  const mean = (key: 'pause' | 'promoted') =>
-    records.reduce((a, r) => a + r[key], 0) / Math.max(1, records.length);
-  return { count: records.length, pauseMs: mean('pause'), promotedKB: mean('promoted') / 1024 };
-}
-const logLength = (name: string) => readFileSync(join(WORK_DIR, `${name}.log`), 'utf8').length;
-
 const built = buildRevision(base);
 const servers: Server[] = [];
 try {
   const engines = [await startEngine(ROOT, 'e1', 1), await startEngine(ROOT, 'e2', 1)];
   const urls = engines.map((e) => e.url);
   console.log(
-    `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} bursts of ${N} ${STREAM ? 'streamed' : 'non-streaming'} requests at c${C}, ${POLICY}, routers on ${RUNTIME}`,
+    `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} bursts of ${N} ${STREAM ? 'streamed' : 'non-streaming'} requests at c${C}${typeof body === 'string' ? '' : ` (${SIZE}-character chats)`}, ${POLICY}, routers on ${RUNTIME}`,
   );
   servers.push(await startFloor(ROOT, urls, 0, GC_FLAGS));
   servers.push(await startBuild(`base ${base}`, built.dir, urls));

@@ -105,8 +105,16 @@ export function startEngine(root: string, name: string, cpu: number): Promise<Se
   return spawnServer(name, process.execPath, args, listeningOn, cpu);
 }
 
-export function startRouter(root: string, name: string, engines: string[], extra: string[], cpu: number) {
+export function startRouter(
+  root: string,
+  name: string,
+  engines: string[],
+  extra: string[],
+  cpu: number,
+  nodeFlags: string[] = [],
+) {
   const args = [
+    ...nodeFlags,
     join(root, 'dist/node/main.js'),
     ...['--host', '127.0.0.1', '--port', '0', '--prometheus-port', '0'],
     ...['--worker-urls', ...engines],

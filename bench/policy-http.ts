@@ -1,6 +1,6 @@
 /**
  * What `cache_aware` costs over `round_robin` end to end, over real HTTP, as prompts grow:
- *   npm run bench:policy-http     # SIZES=512,8192,65536 BURSTS=10 N=1000 C=32 SYSTEM_PROMPTS=8
+ *   npm run bench:policy-http     # SIZES=512,8192,65536 BURSTS=10 N=1000 C=32 SYSTEM_PROMPTS=8 TURNS=0
  *   POLICIES=cache_aware,cache_aware npm run bench:policy-http   # the same policy twice: the harness's own bias
  *   POLICIES=cache_aware,cache_aware FLAGS_A='--max-tree-bytes 1048576' npm run bench:policy-http
  *
@@ -10,15 +10,19 @@
  * to each proxy in turn (overhead-interleave.ts). Every request is a new chat body: one of
  * SYSTEM_PROMPTS system prompts of about the size, then a user turn no other request has, so
  * `cache_aware` walks and grows its tree on every request, extracts the text of a prompt of that
- * size, and spreads the system prompts over both engines as it would in production. Reported: CPU
- * per request (utime + stime from /proc) per proxy, `cache_aware` ÷ `round_robin` of the means and
- * per burst, and requests/s (median of the bursts). At saturation the router's throughput is the
- * inverse of its CPU per request, so the CPU ratio is the throughput cost.
+ * size, and spreads the system prompts over both engines as it would in production (TURNS=k: the
+ * turns cycle through k texts instead, so once warm the tree stops growing: what inserting costs is
+ * the difference). Reported: CPU per request (each thread's run time from /proc) per proxy,
+ * `cache_aware` ÷ `round_robin` of the means and per burst, and requests/s (median of the bursts);
+ * then what each proxy's garbage collector did (V8's trace: young collections, their pauses and
+ * what they promoted, full collections). At saturation the router's throughput is the inverse of
+ * its CPU per request, so the CPU ratio is the throughput cost.
  */
 import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fullCollections, GC_FLAGS, logLength, scavenges } from './gc-trace.ts';
 import { interleavedBursts, mean, median } from './overhead-interleave.ts';
 import {
   configureEngines,
@@ -28,7 +32,7 @@ import {
   startFloor,
   startRouter,
 } from './overhead-procs.ts';
-import { promptWords } from './prompt-words.ts';
+import { chatBodies } from './prompt-words.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SIZES = (process.env.SIZES ?? '512,8192,65536').split(',').map(Number);
@@ -36,26 +40,34 @@ const BURSTS = Number(process.env.BURSTS ?? 10);
 const N = Number(process.env.N ?? 1000);
 const C = Number(process.env.C ?? 32);
 const SYSTEM_PROMPTS = Number(process.env.SYSTEM_PROMPTS ?? 8);
+/** 0: every user turn is new. k: the turns cycle through k texts (chatBodies in prompt-words.ts). */
+const TURNS = Number(process.env.TURNS ?? 0);
 /** The two routers' policies: the first is the one measured against the second. */
 const [A, B] = (process.env.POLICIES ?? 'cache_aware,round_robin').split(',') as [string, string];
 /** More flags for each router (FLAGS_A='--max-tree-bytes 1048576'), to measure what a setting costs. */
 const flagsOf = (v: string | undefined) => (v ?? '').split(' ').filter((f) => f !== '');
 
-const { rand, words } = promptWords(7);
+/** Chat bodies of about `size` characters: a system prompt of the size's set, then a user turn. */
+const bodiesOf = (size: number) => chatBodies(size, { systemPrompts: SYSTEM_PROMPTS, turns: TURNS, seed: 7 });
 
-/** Chat bodies of about `size` characters: a system prompt of the size's set, then a new turn. */
-function bodiesOf(size: number): () => string {
-  const systems = Array.from({ length: SYSTEM_PROMPTS }, (_, i) => `${i} ${words(Math.max(64, size - 96))}`);
-  let turn = 0;
-  return () =>
-    JSON.stringify({
-      model: 'sim-model',
-      max_tokens: 16,
-      messages: [
-        { role: 'system', content: systems[Math.floor(rand() * systems.length)] },
-        { role: 'user', content: `question ${turn++}: ${words(40)}` },
-      ],
-    });
+const WARMUP = 1000;
+
+/** What the collector did in one proxy since `from` in its log, as a table row. */
+function gcRow(size: string, s: Server, from: number): string {
+  const requests = BURSTS * N + WARMUP;
+  const young = scavenges(s.name, from);
+  const full = fullCollections(s.name, from);
+  const cells = [
+    size,
+    s.name,
+    ((young.count * 10_000) / requests).toFixed(1),
+    young.pauseMs.toFixed(2),
+    young.promotedKB.toFixed(0),
+    ((young.count * young.promotedKB) / requests).toFixed(2),
+    String(full.count),
+    (full.count * full.pauseMs).toFixed(1),
+  ];
+  return `| ${cells.join(' | ')} |`;
 }
 
 const ratioCell = (a: number[], b: number[]) => {
@@ -70,27 +82,27 @@ const engines = [await startEngine(ROOT, 'engine-a', 1), await startEngine(ROOT,
 try {
   const urls = engines.map((e) => e.url);
   await configureEngines(engines, { 'ttft-ms': 0, 'itl-ms': 0 });
-  servers.push(await startFloor(ROOT, urls, 0));
-  servers.push(
-    await startRouter(ROOT, `${A} (1)`, urls, ['--policy', A, ...flagsOf(process.env.FLAGS_A)], 0),
-  );
-  servers.push(
-    await startRouter(ROOT, `${B} (2)`, urls, ['--policy', B, ...flagsOf(process.env.FLAGS_B)], 0),
-  );
+  servers.push(await startFloor(ROOT, urls, 0, GC_FLAGS));
+  const flagsA = ['--policy', A, ...flagsOf(process.env.FLAGS_A)];
+  servers.push(await startRouter(ROOT, `${A} (1)`, urls, flagsA, 0, GC_FLAGS));
+  const flagsB = ['--policy', B, ...flagsOf(process.env.FLAGS_B)];
+  servers.push(await startRouter(ROOT, `${B} (2)`, urls, flagsB, 0, GC_FLAGS));
   console.log(
     `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} interleaved bursts of ${N} requests at c${C} per size; ` +
-      `${SYSTEM_PROMPTS} system prompts, every user turn new; ${PIN ? 'proxies on CPU 0' : 'no pinning'}\n`,
+      `${SYSTEM_PROMPTS} system prompts, ${TURNS > 0 ? `user turns cycling through ${TURNS}` : 'every user turn new'}; ${PIN ? 'proxies on CPU 0' : 'no pinning'}\n`,
   );
   console.log(
     `| prompt | floor CPU µs | ${A} CPU µs | ${B} CPU µs | CPU ${A} ÷ ${B} (per-burst range) | req/s ${A} / ${B} | req/s ratio |`,
   );
   console.log('|---|---:|---:|---:|---:|---:|---:|');
+  const gcRows: string[] = [];
   for (const size of SIZES) {
+    const logFrom = servers.map((s) => logLength(s.name));
     const { cpu, rps } = await interleavedBursts(servers, bodiesOf(size), {
       bursts: BURSTS,
       n: N,
       c: C,
-      warmup: 1000,
+      warmup: WARMUP,
     });
     const [floor, ca, rr] = cpu as [number[], number[], number[]];
     const [caRps, rrRps] = [median(rps[1] as number[]), median(rps[2] as number[])];
@@ -104,7 +116,19 @@ try {
       (caRps / rrRps).toFixed(3),
     ];
     console.log(`| ${cells.join(' | ')} |`);
+    const label = `${(size / 1024).toFixed(1)} KB`;
+    servers.forEach((s, i) => {
+      gcRows.push(gcRow(label, s, logFrom[i] as number));
+    });
   }
+  console.log(
+    `\nGarbage collection per proxy (V8's trace, warm-up included: ${BURSTS * N + WARMUP} requests per size)\n`,
+  );
+  console.log(
+    '| prompt | proxy | young collections per 10k requests | mean pause ms | promoted per collection KB | promoted per request KB | full collections | full pause ms (sum) |',
+  );
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|');
+  for (const row of gcRows) console.log(row);
   console.log(`\nload average at the end ${loadavg()[0]?.toFixed(2)}`);
 } finally {
   for (const s of servers) await s.stop();
