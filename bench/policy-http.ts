@@ -3,6 +3,8 @@
  *   npm run bench:policy-http     # SIZES=512,8192,65536 BURSTS=10 N=1000 C=32 SYSTEM_PROMPTS=8 TURNS=0
  *   POLICIES=cache_aware,cache_aware npm run bench:policy-http   # the same policy twice: the harness's own bias
  *   POLICIES=cache_aware,cache_aware FLAGS_A='--max-tree-bytes 1048576' npm run bench:policy-http
+ *   CPU_PROF=1 SIZES=8192 npm run bench:policy-http   # both routers under V8's CPU profiler: which
+ *                                                     # functions make the difference (cpu-profile.ts)
  *
  * The floor (bench/floor-proxy.ts) and two Node routers, one with `cache_aware` (the default) and
  * one with `round_robin`, run at once on CPU 0 in front of two zero-latency simulated engines
@@ -22,6 +24,7 @@ import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { profileDiff, profileFlags } from './cpu-profile.ts';
 import { fullCollections, GC_FLAGS, logLength, scavenges } from './gc-trace.ts';
 import { interleavedBursts, mean, median } from './overhead-interleave.ts';
 import {
@@ -31,6 +34,7 @@ import {
   startEngine,
   startFloor,
   startRouter,
+  WORK_DIR,
 } from './overhead-procs.ts';
 import { chatBodies } from './prompt-words.ts';
 
@@ -51,6 +55,10 @@ const flagsOf = (v: string | undefined) => (v ?? '').split(' ').filter((f) => f 
 const bodiesOf = (size: number) => chatBodies(size, { systemPrompts: SYSTEM_PROMPTS, turns: TURNS, seed: 7 });
 
 const WARMUP = 1000;
+/** Where each router writes its CPU profile with CPU_PROF=1 (none without). */
+const PROFILE_DIRS = [join(WORK_DIR, 'profile-a'), join(WORK_DIR, 'profile-b')] as const;
+const nodeFlags = (i: 0 | 1) =>
+  process.env.CPU_PROF === '1' ? [...GC_FLAGS, ...profileFlags(PROFILE_DIRS[i])] : GC_FLAGS;
 
 /** What the collector did in one proxy since `from` in its log, as a table row. */
 function gcRow(size: string, s: Server, from: number): string {
@@ -84,9 +92,9 @@ try {
   await configureEngines(engines, { 'ttft-ms': 0, 'itl-ms': 0 });
   servers.push(await startFloor(ROOT, urls, 0, GC_FLAGS));
   const flagsA = ['--policy', A, ...flagsOf(process.env.FLAGS_A)];
-  servers.push(await startRouter(ROOT, `${A} (1)`, urls, flagsA, 0, GC_FLAGS));
+  servers.push(await startRouter(ROOT, `${A} (1)`, urls, flagsA, 0, nodeFlags(0)));
   const flagsB = ['--policy', B, ...flagsOf(process.env.FLAGS_B)];
-  servers.push(await startRouter(ROOT, `${B} (2)`, urls, flagsB, 0, GC_FLAGS));
+  servers.push(await startRouter(ROOT, `${B} (2)`, urls, flagsB, 0, nodeFlags(1)));
   console.log(
     `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} interleaved bursts of ${N} requests at c${C} per size; ` +
       `${SYSTEM_PROMPTS} system prompts, ${TURNS > 0 ? `user turns cycling through ${TURNS}` : 'every user turn new'}; ${PIN ? 'proxies on CPU 0' : 'no pinning'}\n`,
@@ -133,5 +141,13 @@ try {
 } finally {
   for (const s of servers) await s.stop();
   for (const e of engines) await e.stop();
+}
+if (process.env.CPU_PROF === '1') {
+  // Written as each router exited; warm-up included, as in the GC table.
+  const requests = SIZES.length * (BURSTS * N + WARMUP);
+  console.log(
+    `\nCPU profile: self time per request, the functions that differ most (${requests} requests)\n`,
+  );
+  console.log(profileDiff(PROFILE_DIRS[0], PROFILE_DIRS[1], [A, B], requests));
 }
 process.exit(0);
