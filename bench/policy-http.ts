@@ -3,6 +3,8 @@
  *   npm run bench:policy-http     # SIZES=512,8192,65536 BURSTS=10 N=1000 C=32 SYSTEM_PROMPTS=8 TURNS=0
  *   POLICIES=cache_aware,cache_aware npm run bench:policy-http   # the same policy twice: the harness's own bias
  *   POLICIES=cache_aware,cache_aware FLAGS_A='--max-tree-bytes 1048576' npm run bench:policy-http
+ *   WARMUP=320000 SIZES=8192 npm run bench:policy-http   # the tree full first: every insert evicts
+ *   NODE_FLAGS_A='--min-semi-space-size=16' npm run bench:policy-http   # a V8 setting for one router
  *   CPU_PROF=1 SIZES=8192 npm run bench:policy-http   # both routers under V8's CPU profiler: which
  *                                                     # functions make the difference (cpu-profile.ts)
  *
@@ -27,6 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { profileDiff, profileFlags } from './cpu-profile.ts';
 import { fullCollections, GC_FLAGS, logLength, scavenges } from './gc-trace.ts';
 import { interleavedBursts, mean, median } from './overhead-interleave.ts';
+import { closedLoop } from './overhead-load.ts';
 import {
   configureEngines,
   PIN,
@@ -54,15 +57,20 @@ const flagsOf = (v: string | undefined) => (v ?? '').split(' ').filter((f) => f 
 /** Chat bodies of about `size` characters: a system prompt of the size's set, then a user turn. */
 const bodiesOf = (size: number) => chatBodies(size, { systemPrompts: SYSTEM_PROMPTS, turns: TURNS, seed: 7 });
 
-const WARMUP = 1000;
+/** Requests to each proxy before the measured bursts (WARMUP=320000: the tree at its 64 MiB bound). */
+const WARMUP = Number(process.env.WARMUP ?? 1000);
 /** Where each router writes its CPU profile with CPU_PROF=1 (none without). */
 const PROFILE_DIRS = [join(WORK_DIR, 'profile-a'), join(WORK_DIR, 'profile-b')] as const;
-const nodeFlags = (i: 0 | 1) =>
-  process.env.CPU_PROF === '1' ? [...GC_FLAGS, ...profileFlags(PROFILE_DIRS[i])] : GC_FLAGS;
+/** Node's own flags for each router: the GC trace, the profiler with CPU_PROF=1, NODE_FLAGS_A / _B. */
+const nodeFlags = (i: 0 | 1) => [
+  ...GC_FLAGS,
+  ...(process.env.CPU_PROF === '1' ? profileFlags(PROFILE_DIRS[i]) : []),
+  ...flagsOf(process.env[i === 0 ? 'NODE_FLAGS_A' : 'NODE_FLAGS_B']),
+];
 
 /** What the collector did in one proxy since `from` in its log, as a table row. */
 function gcRow(size: string, s: Server, from: number): string {
-  const requests = BURSTS * N + WARMUP;
+  const requests = BURSTS * N;
   const young = scavenges(s.name, from);
   const full = fullCollections(s.name, from);
   const cells = [
@@ -105,13 +113,10 @@ try {
   console.log('|---|---:|---:|---:|---:|---:|---:|');
   const gcRows: string[] = [];
   for (const size of SIZES) {
+    const bodies = bodiesOf(size);
+    for (const s of servers) await closedLoop(s.url, bodies, C, WARMUP);
     const logFrom = servers.map((s) => logLength(s.name));
-    const { cpu, rps } = await interleavedBursts(servers, bodiesOf(size), {
-      bursts: BURSTS,
-      n: N,
-      c: C,
-      warmup: WARMUP,
-    });
+    const { cpu, rps } = await interleavedBursts(servers, bodies, { bursts: BURSTS, n: N, c: C, warmup: 0 });
     const [floor, ca, rr] = cpu as [number[], number[], number[]];
     const [caRps, rrRps] = [median(rps[1] as number[]), median(rps[2] as number[])];
     const cells = [
@@ -130,7 +135,7 @@ try {
     });
   }
   console.log(
-    `\nGarbage collection per proxy (V8's trace, warm-up included: ${BURSTS * N + WARMUP} requests per size)\n`,
+    `\nGarbage collection per proxy (V8's trace, the measured bursts: ${BURSTS * N} requests per size)\n`,
   );
   console.log(
     '| prompt | proxy | young collections per 10k requests | mean pause ms | promoted per collection KB | promoted per request KB | full collections | full pause ms (sum) |',
@@ -143,7 +148,7 @@ try {
   for (const e of engines) await e.stop();
 }
 if (process.env.CPU_PROF === '1') {
-  // Written as each router exited; warm-up included, as in the GC table.
+  // Written as each router exited: the whole run, warm-up included.
   const requests = SIZES.length * (BURSTS * N + WARMUP);
   console.log(
     `\nCPU profile: self time per request, the functions that differ most (${requests} requests)\n`,
