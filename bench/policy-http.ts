@@ -112,9 +112,13 @@ try {
   );
   console.log('|---|---:|---:|---:|---:|---:|---:|');
   const gcRows: string[] = [];
+  const treeRows: string[] = [];
   for (const size of SIZES) {
     const bodies = bodiesOf(size);
-    for (const s of servers) await closedLoop(s.url, bodies, C, WARMUP);
+    // The floor holds no state: a short warm-up is all it needs.
+    for (const s of servers)
+      await closedLoop(s.url, bodies, C, s === servers[0] ? Math.min(WARMUP, 5000) : WARMUP);
+    const treeBefore = await Promise.all(servers.slice(1).map((s) => treeMiB(s.url)));
     const logFrom = servers.map((s) => logLength(s.name));
     const { cpu, rps } = await interleavedBursts(servers, bodies, { bursts: BURSTS, n: N, c: C, warmup: 0 });
     const [floor, ca, rr] = cpu as [number[], number[], number[]];
@@ -130,10 +134,19 @@ try {
     ];
     console.log(`| ${cells.join(' | ')} |`);
     const label = `${(size / 1024).toFixed(1)} KB`;
+    const treeAfter = await Promise.all(servers.slice(1).map((s) => treeMiB(s.url)));
+    treeRows.push(
+      `${label}: prefix tree (MiB, estimate) after the warm-up / after the bursts: ` +
+        servers
+          .slice(1)
+          .map((s, i) => `${s.name} ${treeBefore[i]?.toFixed(1)} / ${treeAfter[i]?.toFixed(1)}`)
+          .join(', '),
+    );
     servers.forEach((s, i) => {
       gcRows.push(gcRow(label, s, logFrom[i] as number));
     });
   }
+  console.log(`\n${treeRows.join('\n')}`);
   console.log(
     `\nGarbage collection per proxy (V8's trace, the measured bursts: ${BURSTS * N} requests per size)\n`,
   );
@@ -147,6 +160,15 @@ try {
   for (const s of servers) await s.stop();
   for (const e of engines) await e.stop();
 }
+/** A router's vllm_router_tree_bytes (summed over pools) from its /metrics, in MiB. */
+async function treeMiB(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let bytes = 0;
+  for (const line of text.split('\n'))
+    if (line.startsWith('vllm_router_tree_bytes{')) bytes += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return bytes / 2 ** 20;
+}
+
 if (process.env.CPU_PROF === '1') {
   // Written as each router exited: the whole run, warm-up included.
   const requests = SIZES.length * (BURSTS * N + WARMUP);

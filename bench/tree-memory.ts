@@ -2,13 +2,14 @@
  * Measures what the cache_aware prefix tree really costs on this V8 and checks the estimate that
  * bounds it (src/core/policies/tree-memory.ts):
  *   npm run bench:tree-memory            # PROMPTS=100000 per workload
- * (runs `node --expose-gc`). For each workload: heapUsed after a full GC, before and after inserting
- * PROMPTS prompts into one tree kept alive; the tree's structure counts; the measured heap per prompt
- * and the estimate's ratio to it. Then a least-squares fit of the per-structure constants
- * (node, tenant entry, children map) over all workloads, the numbers to put in tree-memory.ts.
+ * (runs `node --expose-gc`). For each workload: heapUsed + arrayBuffers (the tree's rows are typed
+ * arrays, whose contents live outside the JS heap) after a full GC, before and after inserting
+ * PROMPTS prompts into one tree kept alive; the tree's structure counts; the measured memory per
+ * prompt and the estimate's ratio to it. Then a least-squares fit of the per-node constant over all
+ * workloads (labels charged as labelBytes), the number to put in tree-memory.ts.
  */
 import { RadixTree, type TreeStats } from '../src/core/policies/radix-tree.ts';
-import { CHILD_MAP_BYTES, NODE_BYTES, TENANT_BYTES } from '../src/core/policies/tree-memory.ts';
+import { NODE_BYTES, nodeBytes, TENANT_WORD_BYTES } from '../src/core/policies/tree-memory.ts';
 
 const PROMPTS = Number(process.env.PROMPTS ?? 100_000);
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -63,72 +64,59 @@ interface Row {
   labels: number;
 }
 
-function measure(w: Workload): Row {
+async function measure(w: Workload): Promise<Row> {
   chats.length = 0;
-  gc?.();
-  gc?.();
-  const before = process.memoryUsage().heapUsed;
+  await settle();
+  const before = used();
   const tree = new RadixTree();
   for (let i = 0; i < PROMPTS; i++) {
     const text = w.text(i);
     for (let t = 0; t < w.tenants; t++) tree.insert(text, `http://10.0.0.${t}:8000`);
   }
   chats.length = 0;
-  gc?.();
-  gc?.();
-  const measured = process.memoryUsage().heapUsed - before;
+  await settle();
+  const measured = used() - before;
   const stats = tree.stats();
   if (stats.bytes !== tree.bytes) throw new Error(`running estimate ${tree.bytes} != recount ${stats.bytes}`);
-  const fixed =
-    NODE_BYTES * stats.nodes + TENANT_BYTES * stats.tenantEntries + CHILD_MAP_BYTES * stats.innerNodes;
+  const fixed = nodeBytes(1) * stats.nodes;
   return { name: w.name, stats, measured, labels: stats.bytes - fixed };
 }
 
-/** Least squares for measured - labels = node·nodes + tenant·entries + map·innerNodes. */
-function leastSquares(rows: Row[]): [number, number, number] {
-  const a = [
-    [0, 0, 0],
-    [0, 0, 0],
-    [0, 0, 0],
-  ];
-  const b = [0, 0, 0];
+/**
+ * Full GCs, with pauses between them: a dead typed array's buffer is freed after the collection
+ * that found it dead, by a sweeper running alongside, so one GC alone leaves it counted.
+ */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 3; i++) {
+    gc?.();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function used(): number {
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+}
+
+/** Least squares for measured - labels = perNode·nodes (one constant: a node's row, edge and tenant word). */
+function leastSquares(rows: Row[]): number {
+  let xy = 0;
+  let xx = 0;
   for (const r of rows) {
-    const x = [r.stats.nodes, r.stats.tenantEntries, r.stats.innerNodes];
-    const y = r.measured - r.labels;
-    for (let i = 0; i < 3; i++) {
-      b[i] = (b[i] as number) + (x[i] as number) * y;
-      for (let j = 0; j < 3; j++)
-        (a[i] as number[])[j] = ((a[i] as number[])[j] as number) + (x[i] as number) * (x[j] as number);
-    }
+    xy += r.stats.nodes * (r.measured - r.labels);
+    xx += r.stats.nodes * r.stats.nodes;
   }
-  return solve3(a, b);
+  return xy / xx;
 }
 
-function solve3(a: number[][], b: number[]): [number, number, number] {
-  const m = a.map((row, i) => [...row, b[i] as number]);
-  for (let c = 0; c < 3; c++) {
-    const p = m[c] as number[];
-    for (let r = 0; r < 3; r++) {
-      if (r === c) continue;
-      const row = m[r] as number[];
-      const f = (row[c] as number) / (p[c] as number);
-      for (let k = c; k < 4; k++) row[k] = (row[k] as number) - f * (p[k] as number);
-    }
-  }
-  return [0, 1, 2].map((i) => ((m[i] as number[])[3] as number) / ((m[i] as number[])[i] as number)) as [
-    number,
-    number,
-    number,
-  ];
-}
-
-const rows = WORKLOADS.map(measure);
+const rows: Row[] = [];
+for (const w of WORKLOADS) rows.push(await measure(w));
 const fmt = (n: number) => n.toFixed(0);
 console.log(
-  `node ${process.version}, ${PROMPTS} prompts per workload; constants: node ${NODE_BYTES}, tenant ${TENANT_BYTES}, children map ${CHILD_MAP_BYTES}`,
+  `node ${process.version}, ${PROMPTS} prompts per workload; constants: node ${NODE_BYTES}, tenant word ${TENANT_WORD_BYTES}`,
 );
 console.log(
-  '| workload | nodes | inner | tenant entries | chars | heap measured (MiB) | B/prompt measured | B/prompt estimated | estimate / measured |',
+  '| workload | nodes | inner | tenant entries | chars | heap + buffers measured (MiB) | B/prompt measured | B/prompt estimated | estimate / measured |',
 );
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
@@ -137,7 +125,7 @@ for (const r of rows) {
     `| ${r.name} | ${s.nodes} | ${s.innerNodes} | ${s.tenantEntries} | ${s.chars} | ${(r.measured / 2 ** 20).toFixed(1)} | ${fmt(r.measured / PROMPTS)} | ${fmt(s.bytes / PROMPTS)} | ${(s.bytes / r.measured).toFixed(3)} |`,
   );
 }
-const [node, tenant, map] = leastSquares(rows);
+const perNode = leastSquares(rows);
 console.log(
-  `least-squares fit: NODE_BYTES ≈ ${fmt(node)}, TENANT_BYTES ≈ ${fmt(tenant)}, CHILD_MAP_BYTES ≈ ${fmt(map)}`,
+  `least-squares fit: NODE_BYTES + TENANT_WORD_BYTES ≈ ${fmt(perNode)} (now ${nodeBytes(1)}); per workload: ${rows.map((r) => fmt((r.measured - r.labels) / r.stats.nodes)).join(', ')}`,
 );

@@ -8,9 +8,8 @@
  *      worker instead (a load-balancing event).
  *   3. Insert the text for the worker finally chosen, so hot prefixes replicate where they spill
  *      (along the match's own walk: the text is compared with the tree once per request).
- * The tree holds at most --max-tree-bytes of estimated memory (tree-memory.ts: node objects, maps,
- * timestamps and labels, not just characters) and at most --max-tree-size characters (vLLM
- * Router's bound). On overflow of either, least-recently-used leaves are evicted until the tree is
+ * The tree holds at most --max-tree-bytes of estimated memory (tree-memory.ts: rows, edges and
+ * labels, not just characters) and at most --max-tree-size characters (vLLM Router's bound). On overflow of either, least-recently-used leaves are evicted until the tree is
  * back within both (O(1) per leaf, a leaf or two per insert); every --eviction-interval seconds on
  * the injected clock (checked on use, no timer), down to 90 % of both. A text longer than a
  * sixteenth of --max-tree-bytes in characters (an eighth of the tree at two bytes per character)

@@ -1,31 +1,32 @@
 /**
  * What the cache_aware prefix tree costs in memory, estimated per node. The tree is bounded by this
- * estimate (--max-tree-bytes), not by its characters: on V8 a node's object, its tenants and its
- * map entry weigh far more than the few characters a distinct prompt adds.
+ * estimate (--max-tree-bytes), not by its characters: a node's row, edge and label weigh more than
+ * the few characters a distinct prompt adds.
  *
- * The constants are V8's 64-bit layout without pointer compression (Node, Deno), measured with
- * `npm run bench:tree-memory` (heapUsed after a forced GC, before and after inserting 100k prompts
- * of six shapes, then a least-squares fit, rounded up; docs/benchmarks.md has the run): the estimate
- * is within -7 % (CJK text, whose ASCII parts V8 still stores two bytes wide) to +11 % of the
- * measured heap.
- * With pointer compression (workerd) it overestimates, which only makes the tree smaller.
+ * A node is a row of five columns (four int32, one uint16) and its tenants' bit-set words
+ * (tree-rows.ts: the arrays grow by half when full), a slot in the labels array (8 bytes, V8 grows
+ * it by half too), an edge in the children hash table (tree-children.ts: one int32 slot, at most
+ * half the slots used, doubled when more are), and its label, a flat string. A node is charged the
+ * most spare room the buffers can have (22 × 1.5 + 8 × 1.5 + 4 × 4 = 61 bytes, rounded up), so the
+ * estimate is an upper bound of what the tree holds: `npm run bench:tree-memory` (heap and array
+ * buffers after a forced GC, before and after inserting 100k prompts of six shapes) measures
+ * 35-59 bytes a node; docs/benchmarks.md has the run. With pointer compression (workerd) the labels
+ * array is half that, which only makes the tree smaller.
  */
 
-/**
- * One node: the object (6 fields: label, parent, children, tenants, two recency links) and its entry
- * in the parent's children map; with TENANT_BYTES, its tenants (a lone tenant is the worker's id
- * string itself, several an array of them). Most nodes hold one tenant, so the fit splits a
- * one-tenant node's cost between the two constants loosely: their sum is what it measures.
- */
-export const NODE_BYTES = 64;
-/** One tenant of a node (see NODE_BYTES). */
-export const TENANT_BYTES = 90;
-/** The children map of an inner node (created with its first child; each child pays its entry). */
-export const CHILD_MAP_BYTES = 144;
+/** One node's row, labels-array slot and edge, at the buffers' largest spare room. */
+export const NODE_BYTES = 58;
+/** One 32-bit word of a node's tenant bit set (one per 32 tenants a pool has seen), spare room included. */
+export const TENANT_WORD_BYTES = 6;
 /** A flat string's header (map word, hash, length). */
 const STRING_HEADER = 16;
 /** Labels with a character above U+00FF are stored two bytes per character. */
 const WIDE = /[\u0100-\uffff]/;
+
+/** The memory of a node, its label aside, when rows hold `words` tenant words. */
+export function nodeBytes(words: number): number {
+  return NODE_BYTES + TENANT_WORD_BYTES * words;
+}
 
 /**
  * The memory of a label as `ownCopy` leaves it (or a leaf label joined from several parts of a

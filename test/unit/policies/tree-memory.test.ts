@@ -4,10 +4,10 @@ import type { PolicyWorker } from '../../../src/core/policies/policy.ts';
 import { RadixTree } from '../../../src/core/policies/radix-tree.ts';
 import { createPolicy } from '../../../src/core/policies/registry.ts';
 import {
-  CHILD_MAP_BYTES,
   labelBytes,
   NODE_BYTES,
-  TENANT_BYTES,
+  nodeBytes,
+  TENANT_WORD_BYTES,
 } from '../../../src/core/policies/tree-memory.ts';
 import { FakeClock } from '../../support/fake-clock.ts';
 import { testPolicyContext } from '../../support/policy-context.ts';
@@ -30,29 +30,46 @@ describe('prefix tree memory estimate', () => {
     expect(labelBytes('你'.repeat(100))).toBe(16 + 200);
   });
 
-  it('charges every node, label, tenant and children map, not just the characters', () => {
+  it('charges every node and label, not just the characters', () => {
     const t = new RadixTree();
+    const one = nodeBytes(1);
+    expect(one).toBe(NODE_BYTES + TENANT_WORD_BYTES);
     t.insert('system prompt, then question one', 'a');
-    // One leaf under the root: the node, its label, one tenant, the root's children map.
-    expect(t.bytes).toBe(
-      CHILD_MAP_BYTES + NODE_BYTES + labelBytes('system prompt, then question one') + TENANT_BYTES,
-    );
+    // One leaf under the root: its row, edge and tenant word, and its label.
+    expect(t.bytes).toBe(one + labelBytes('system prompt, then question one'));
     t.insert('system prompt, then question two', 'b');
-    // A split: an inner node (with its children map) holding both tenants, two leaves.
+    // A split: an inner node holding both tenants, two leaves.
     const expected =
-      2 * CHILD_MAP_BYTES +
-      3 * NODE_BYTES +
-      labelBytes('system prompt, then question ') +
-      labelBytes('one') +
-      labelBytes('two') +
-      4 * TENANT_BYTES;
+      3 * one + labelBytes('system prompt, then question ') + labelBytes('one') + labelBytes('two');
     expect(t.bytes).toBe(expected);
     expect(t.size).toBe('system prompt, then question '.length + 6);
-    // A distinct prompt costs hundreds of bytes though it adds a few characters.
+    // A distinct prompt costs tens of bytes more than its characters.
     const before = t.bytes;
     t.insert('system prompt, then question three', 'a');
-    expect(t.bytes - before).toBeGreaterThanOrEqual(NODE_BYTES + TENANT_BYTES);
-    expect(NODE_BYTES + TENANT_BYTES).toBeGreaterThan(100); // a one-tenant node
+    expect(t.bytes - before).toBeGreaterThanOrEqual(2 * one);
+  });
+
+  it('widens every node by a tenant word past 32 tenants, and frees them as they go', () => {
+    const t = new RadixTree();
+    const text = (i: number) => `shared prefix, then worker ${String.fromCharCode(65 + i)}`;
+    for (let i = 0; i < 32; i++) t.insert(text(i), `w${i}`);
+    const narrow = t.bytes;
+    for (let i = 32; i < 40; i++) t.insert(text(i), `w${i}`);
+    const s = t.stats();
+    expect(s.nodes).toBe(41); // the shared prefix and 40 leaves
+    expect(s.tenantEntries).toBe(40 + 40);
+    expect(t.bytes).toBe(s.bytes);
+    // Every node now has two tenant words.
+    expect(t.bytes - narrow).toBe(33 * TENANT_WORD_BYTES + 8 * (nodeBytes(2) + labelBytes('h')));
+    expect(t.match(text(39), (x) => x === 'w39')).toEqual({ matched: text(39).length, tenants: ['w39'] });
+    expect(t.match(text(3), (x) => x === 'w3' || x === 'w39')).toEqual({
+      matched: text(3).length,
+      tenants: ['w3'],
+    });
+    for (let i = 0; i < 40; i++) t.removeTenant(`w${i}`);
+    expect(t.bytes).toBe(0);
+    expect(t.size).toBe(0);
+    expect(t.tenantSizes().size).toBe(0);
   });
 
   it('keeps the running estimate equal to a recount through inserts, splits, evictions and removals', () => {
@@ -80,7 +97,7 @@ describe('prefix tree memory estimate', () => {
     for (let i = 0; i < 200; i++) t.insert(`${shared}user ${i}: ${word(30)}`, 'a');
     const recent = `${shared}user 0: the newest turn`;
     t.insert(recent, 'a'); // touches the shared prefix and the `user ` inner nodes again
-    const oneLeaf = NODE_BYTES + TENANT_BYTES + CHILD_MAP_BYTES + 200;
+    const oneLeaf = nodeBytes(1) + 200;
     t.evict(Number.POSITIVE_INFINITY, oneLeaf * 3);
     expect(t.match(recent, all).matched).toBe(recent.length);
     const s = t.stats();
@@ -110,7 +127,7 @@ describe('prefix tree memory estimate', () => {
     const full = t.bytes;
     t.evict(Number.POSITIVE_INFINITY, full / 2);
     expect(t.bytes).toBeLessThanOrEqual(full / 2);
-    expect(t.bytes).toBeGreaterThan(full / 2 - 2 * (NODE_BYTES + 200));
+    expect(t.bytes).toBeGreaterThan(full / 2 - 2 * (nodeBytes(1) + 200));
     expect(t.stats().bytes).toBe(t.bytes);
     // The newest prompts stayed, the oldest went.
     expect(t.match('prompt 999 ', all).matched).toBe('prompt 999 '.length);

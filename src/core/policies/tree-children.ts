@@ -1,0 +1,100 @@
+/**
+ * The prefix tree's edges: one open-addressing hash table from (parent row, first code unit of the
+ * child's label) to the child row, for the whole tree instead of a Map per inner node. A slot holds
+ * only the child's row number (4 bytes); its key is read from the rows themselves (`parent` and
+ * `code` columns, tree-rows.ts), so a lookup is a hash, usually one probe, and the collector has no
+ * objects to trace (a typed array's contents are not scanned).
+ *
+ * Linear probing, grown to twice the slots when more than half are used; a removal shifts later
+ * entries of the probe run back (no tombstones, so lookups never slow down with churn). A row's
+ * key must not change while it is in the table: remove it first, change it, add it again.
+ */
+
+/** The columns an edge's key is read from. */
+export interface EdgeKeys {
+  parent: Int32Array;
+  code: Uint16Array;
+}
+
+const EMPTY = -1;
+const MIN_SLOTS = 256;
+
+export class ChildIndex {
+  private slots = new Int32Array(MIN_SLOTS).fill(EMPTY);
+  private mask = MIN_SLOTS - 1;
+  private used = 0;
+
+  constructor(private readonly keys: EdgeKeys) {}
+
+  /** Entries held. */
+  get size(): number {
+    return this.used;
+  }
+
+  /** Bytes of the table (every slot, used or not). */
+  get bytes(): number {
+    return this.slots.byteLength;
+  }
+
+  private home(parent: number, code: number): number {
+    // Two multiplicative mixes: consecutive rows and codes land far apart.
+    const h = Math.imul(parent, 0x9e3779b1) ^ Math.imul(code + 1, 0x85ebca6b);
+    return (h ^ (h >>> 15)) & this.mask;
+  }
+
+  /** The child of `parent` whose label starts with `code`, or -1. */
+  get(parent: number, code: number): number {
+    const s = this.slots;
+    const { parent: parents, code: codes } = this.keys;
+    for (let i = this.home(parent, code); ; i = (i + 1) & this.mask) {
+      const child = s[i] as number;
+      if (child === EMPTY) return EMPTY;
+      if (parents[child] === parent && codes[child] === code) return child;
+    }
+  }
+
+  /** Adds `child` (its key already in the rows; no other child of its parent has its code). */
+  add(child: number): void {
+    if ((this.used + 1) * 2 > this.mask + 1) this.resize((this.mask + 1) * 2);
+    const s = this.slots;
+    let i = this.home(this.keys.parent[child] as number, this.keys.code[child] as number);
+    while (s[i] !== EMPTY) i = (i + 1) & this.mask;
+    s[i] = child;
+    this.used++;
+  }
+
+  /** Removes `child` (its key still as it was added). */
+  delete(child: number): void {
+    const s = this.slots;
+    const mask = this.mask;
+    let i = this.home(this.keys.parent[child] as number, this.keys.code[child] as number);
+    for (; s[i] !== child; i = (i + 1) & mask) if (s[i] === EMPTY) return;
+    this.used--;
+    // Backward shift: move up every later entry of the run whose home is not between the hole and it.
+    let hole = i;
+    for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
+      const row = s[j] as number;
+      if (row === EMPTY) break;
+      const home = this.home(this.keys.parent[row] as number, this.keys.code[row] as number);
+      const movable = hole <= j ? home <= hole || home > j : home <= hole && home > j;
+      if (!movable) continue;
+      s[hole] = row;
+      hole = j;
+    }
+    s[hole] = EMPTY;
+  }
+
+  clear(): void {
+    this.slots = new Int32Array(MIN_SLOTS).fill(EMPTY);
+    this.mask = MIN_SLOTS - 1;
+    this.used = 0;
+  }
+
+  private resize(slots: number): void {
+    const old = this.slots;
+    this.slots = new Int32Array(slots).fill(EMPTY);
+    this.mask = slots - 1;
+    this.used = 0;
+    for (const child of old) if (child !== EMPTY) this.add(child);
+  }
+}
