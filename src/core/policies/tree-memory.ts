@@ -10,7 +10,7 @@
  * most spare room the buffers can have (22 × 1.5 + 8 × 1.5 + 4 × 4 = 61 bytes, rounded up), so the
  * estimate is an upper bound of what the tree holds: `npm run bench:tree-memory` (heap and array
  * buffers after a forced GC, before and after inserting 100k prompts of six shapes) measures
- * 35-59 bytes a node; docs/benchmarks.md has the run. With pointer compression (workerd) the labels
+ * 35-59 bytes a node; docs/benchmarks.md has the run. With pointer compression (some V8 builds) the labels
  * array is half that, which only makes the tree smaller.
  */
 
