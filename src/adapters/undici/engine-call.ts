@@ -29,6 +29,7 @@ function abortReason(signal: CallSignal): Error {
 const cancelled = () => new DOMException('the reader cancelled the answer', 'AbortError');
 
 const abortCall = (call: EngineCall) => call.abortNow();
+const watchBody = (call: EngineCall) => call.watchUnfinishedBody();
 
 /**
  * The dispatch handler of one engine request, and the flow its streamed body's queue drives. Its
@@ -44,6 +45,8 @@ export class EngineCall implements Dispatcher.DispatchHandler, ChunkFlow {
   private received = 0;
   private queue: ChunkQueue | undefined;
   private answered = false;
+  /** Completed or failed: nothing more comes from undici. */
+  private finished = false;
 
   constructor(
     private readonly resolve: (res: UpstreamResponse) => void,
@@ -76,7 +79,17 @@ export class EngineCall implements Dispatcher.DispatchHandler, ChunkFlow {
   }
 
   private done(): void {
+    this.finished = true;
     this.signal?.removeEventListener('abort', this.onAbort);
+  }
+
+  /**
+   * After the read that brought a buffered body's head: the body's idle limit is watched only when
+   * the body did not come whole with its head. A small answer usually does (undici parses it in one
+   * go), and joining the core's idle list for it would set and clear that list's timer per request.
+   */
+  watchUnfinishedBody(): void {
+    if (!this.finished) this.bodyWatch?.bodyProgress();
   }
 
   private answer(res: UpstreamResponse): void {
@@ -105,7 +118,8 @@ export class EngineCall implements Dispatcher.DispatchHandler, ChunkFlow {
       const n = Number(length);
       if (n === 0 || (n > 0 && n <= this.bufferLimit)) {
         this.buffer = Buffer.allocUnsafe(n);
-        if (n > 0) this.bodyWatch?.bodyProgress();
+        // Checked once undici has parsed what arrived with the head (a microtask runs after it).
+        if (n > 0 && this.bodyWatch) queueMicrotask(callbackOf(this, watchBody));
         return true;
       }
     }
