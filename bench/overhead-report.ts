@@ -16,6 +16,7 @@ const LABELS: Record<string, string> = {
   floor_one_engine: 'floor, one engine only',
   cache_aware: 'router, cache_aware (default)',
   round_robin: 'router, round_robin',
+  round_robin_one_engine: 'router, round_robin, one engine only',
   nginx: 'nginx (1 worker)',
   deno: 'router on Deno, cache_aware',
   deno_floor: 'floor on Deno (Deno.serve + fetch)',

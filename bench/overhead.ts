@@ -5,7 +5,8 @@
  *                      # TARGETS=floor,cache_aware,round_robin,nginx,deno,deno_floor KEEP_LOGS=1 (servers' output)
  *                      # BURSTS=12 BURST_REQUESTS=1500 TTFT_ROUNDS=8 TTFT_ROUND_SECONDS=1
  *                      # RPS_ROUNDS=10 RPS_ROUND_SECONDS=2 (interleaved wrk throughput)
- *                      # (floor_one_engine: the floor in front of one engine, opt-in)
+ *                      # (floor_one_engine, round_robin_one_engine: the floor, the router in
+ *                      # front of one engine, as cache_aware's identical prompts use it; opt-in)
  * The proxy under test has CPU 0 to itself; the engines, the load (wrk -t1 when installed, else a
  * closed-loop client) and this process share CPU 1 (taskset; no pinning without it or with one CPU).
  * Per target and repeat: non-streaming c32 requests/s and p50/p99 (zero-latency engines); the
@@ -81,6 +82,9 @@ function startTarget(target: string, engineUrls: string[]): Promise<Server> {
   // The floor in front of the first engine only: what one engine serving every request costs, as
   // `cache_aware` does with the benchmark's identical prompts (opt-in: TARGETS=...,floor_one_engine).
   if (target === 'floor_one_engine') return startFloor(ROOT, engineUrls.slice(0, 1), 0, [], target);
+  // The router likewise: what `cache_aware` costs over `round_robin` with the engines' work alike.
+  if (target === 'round_robin_one_engine')
+    return startRouter(ROOT, target, engineUrls.slice(0, 1), ['--policy', 'round_robin'], 0);
   if (target === 'nginx') return startNginx(engineUrls, 0);
   if (target === 'deno') return startDenoRouter(ROOT, engineUrls, 0);
   if (target === 'deno_floor') return startDenoFloor(ROOT, engineUrls, 0);
