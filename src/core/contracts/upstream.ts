@@ -13,7 +13,8 @@ export interface UpstreamRequest {
   /**
    * Told when the transport starts reading an answer's body whole before it answers (its head
    * arrived), and again as each of that body's chunks arrives (where the transport sees them), so
-   * the core can hold the body to its idle limit: the transport itself sets no timer.
+   * the core can hold the body to its idle limit: the transport itself sets no timer. A transport
+   * may leave out the first call for a body that came whole with its head (nothing to wait for).
    */
   bodyWatch?: BodyWatch;
 }
