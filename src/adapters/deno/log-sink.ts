@@ -4,6 +4,7 @@
  * a write per turn carried a few lines each, and the timer, the encode and the write cost about
  * 4 % of a request on Deno. What is pending is written when the program exits (`unload`, which
  * `Deno.exit` dispatches too) and by `flush`, so the last lines (the drain message) are not lost.
+ * An uncaught error that ends the program skips `unload`: up to FLUSH_MS of lines are lost then.
  */
 import type { LogSink } from '../../core/observability/logger.ts';
 
