@@ -184,7 +184,7 @@ export class RadixTree {
     while ((this.chars > targetChars || this.bytes > targetBytes) && rows.oldest !== NONE) {
       const leaf = rows.oldest;
       // Always a leaf (see the recency list above); were it not, its subtree would go whole.
-      if (rows.kids[leaf] === 0) this.drop(leaf);
+      if (rows.kidsOf(leaf) === 0) this.drop(leaf);
       else for (const r of rows.subtree(leaf)) this.drop(r);
     }
   }
@@ -227,7 +227,7 @@ export class RadixTree {
     rows.eachLive((r) => {
       const label = rows.labels[r] as string;
       out.nodes++;
-      if ((rows.kids[r] as number) > 0) out.innerNodes++;
+      if (rows.kidsOf(r) > 0) out.innerNodes++;
       out.tenantEntries += rows.tenants.count(r);
       out.chars += label.length;
       labelTotal += labelBytes(label);

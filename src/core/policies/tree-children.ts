@@ -1,8 +1,8 @@
 /**
  * The prefix tree's edges: one open-addressing hash table from (parent row, first code unit of the
  * child's label) to the child row, for the whole tree instead of a Map per inner node. A slot holds
- * only the child's row number (4 bytes); its key is read from the rows themselves (`parent` and
- * `code` columns, tree-rows.ts), so a lookup is a hash, usually one probe, and the collector has no
+ * only the child's row number (4 bytes); its key is read from the child's row itself (its parent
+ * and first code unit, tree-rows.ts), so a lookup is a hash, usually one probe, and the collector has no
  * objects to trace (a typed array's contents are not scanned).
  *
  * Linear probing, grown to twice the slots when more than half are used; a removal shifts later
@@ -10,10 +10,10 @@
  * key must not change while it is in the table: remove it first, change it, add it again.
  */
 
-/** The columns an edge's key is read from. */
+/** Where an edge's key is read from: the child row's parent and its label's first code unit. */
 export interface EdgeKeys {
-  parent: Int32Array;
-  code: Uint16Array;
+  parentOf(row: number): number;
+  codeOf(row: number): number;
 }
 
 const EMPTY = -1;
@@ -45,11 +45,11 @@ export class ChildIndex {
   /** The child of `parent` whose label starts with `code`, or -1. */
   get(parent: number, code: number): number {
     const s = this.slots;
-    const { parent: parents, code: codes } = this.keys;
+    const keys = this.keys;
     for (let i = this.home(parent, code); ; i = (i + 1) & this.mask) {
       const child = s[i] as number;
       if (child === EMPTY) return EMPTY;
-      if (parents[child] === parent && codes[child] === code) return child;
+      if (keys.parentOf(child) === parent && keys.codeOf(child) === code) return child;
     }
   }
 
@@ -57,7 +57,7 @@ export class ChildIndex {
   add(child: number): void {
     if ((this.used + 1) * 2 > this.mask + 1) this.resize((this.mask + 1) * 2);
     const s = this.slots;
-    let i = this.home(this.keys.parent[child] as number, this.keys.code[child] as number);
+    let i = this.home(this.keys.parentOf(child), this.keys.codeOf(child));
     while (s[i] !== EMPTY) i = (i + 1) & this.mask;
     s[i] = child;
     this.used++;
@@ -67,7 +67,7 @@ export class ChildIndex {
   delete(child: number): void {
     const s = this.slots;
     const mask = this.mask;
-    let i = this.home(this.keys.parent[child] as number, this.keys.code[child] as number);
+    let i = this.home(this.keys.parentOf(child), this.keys.codeOf(child));
     for (; s[i] !== child; i = (i + 1) & mask) if (s[i] === EMPTY) return;
     this.used--;
     // Backward shift: move up every later entry of the run whose home is not between the hole and it.
@@ -75,7 +75,7 @@ export class ChildIndex {
     for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
       const row = s[j] as number;
       if (row === EMPTY) break;
-      const home = this.home(this.keys.parent[row] as number, this.keys.code[row] as number);
+      const home = this.home(this.keys.parentOf(row), this.keys.codeOf(row));
       const movable = hole <= j ? home <= hole || home > j : home <= hole && home > j;
       if (!movable) continue;
       s[hole] = row;

@@ -3,11 +3,11 @@
  * estimate (--max-tree-bytes), not by its characters: a node's row, edge and label weigh more than
  * the few characters a distinct prompt adds.
  *
- * A node is a row of five columns (four int32, one uint16) and its tenants' bit-set words
- * (tree-rows.ts: the arrays grow by half when full), a slot in the labels array (8 bytes, V8 grows
+ * A node is a row of five int32 (tree-rows.ts) and its tenants' bit-set words (tree-tenants.ts;
+ * both arrays grow by half when full), a slot in the labels array (8 bytes, V8 grows
  * it by half too), an edge in the children hash table (tree-children.ts: one int32 slot, at most
  * half the slots used, doubled when more are), and its label, a flat string. A node is charged the
- * most spare room the buffers can have (22 × 1.5 + 8 × 1.5 + 4 × 4 = 61 bytes, rounded up), so the
+ * most spare room the buffers can have (24 × 1.5 + 8 × 1.5 + 4 × 4 = 64 bytes with one tenant word), so the
  * estimate is an upper bound of what the tree holds: `npm run bench:tree-memory` (heap and array
  * buffers after a forced GC, before and after inserting 100k prompts of six shapes) measures
  * 35-59 bytes a node; docs/benchmarks.md has the run. With pointer compression (some V8 builds) the labels

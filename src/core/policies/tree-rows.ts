@@ -1,9 +1,11 @@
 /**
- * The prefix tree's nodes as rows of typed arrays: row r's parent, recency neighbours and child
- * count are `parent[r]`, `older[r]`, `newer[r]`, `kids[r]`; its label is `labels[r]` and the
- * label's first code unit `code[r]`; its edge from the parent is in `children` and its tenants in
- * `tenants`. Row 0 is the root (label '', never listed). Freed rows are reused (a free list
- * threaded through `newer`); the arrays grow by half when full.
+ * The prefix tree's nodes as rows of one Int32Array, five integers a row side by side: the parent,
+ * the two recency neighbours, the child count and the label's first code unit (`parentOf(r)`,
+ * `kidsOf(r)`, `codeOf(r)`; the links are private). A node's row is one or two cache lines, so a walk
+ * that meets it cold, and the recency list's moves that touch its neighbours, read one place per
+ * row instead of one per column. Its label is `labels[r]`, its edge from the parent is in `children`
+ * and its tenants in `tenants`. Row 0 is the root (label '', never listed). Freed rows are reused
+ * (a free list threaded through the newer link); the array grows by half when full.
  */
 import { ChildIndex, type EdgeKeys } from './tree-children.ts';
 import { TreeTenants } from './tree-tenants.ts';
@@ -11,17 +13,21 @@ import { TreeTenants } from './tree-tenants.ts';
 export const ROOT = 0;
 /** No row: an absent child, the ends of the recency list, the root's parent. */
 export const NONE = -1;
-/** `parent` of a free row. */
+/** The parent of a free row. */
 const FREE = -2;
 const MIN_ROWS = 256;
+/** A row's fields, in the order they sit in it. */
+const PARENT = 0;
+const OLDER = 1;
+const NEWER = 2;
+const KIDS = 3;
+const CODE = 4;
+/** Integers per row. */
+export const ROW_INTS = 5;
 
 export class TreeRows implements EdgeKeys {
   capacity = MIN_ROWS;
-  parent = new Int32Array(MIN_ROWS);
-  older = new Int32Array(MIN_ROWS);
-  newer = new Int32Array(MIN_ROWS);
-  kids = new Int32Array(MIN_ROWS);
-  code = new Uint16Array(MIN_ROWS);
+  private cells = new Int32Array(MIN_ROWS * ROW_INTS);
   labels: string[] = [''];
   readonly children = new ChildIndex(this);
   readonly tenants = new TreeTenants(MIN_ROWS);
@@ -34,16 +40,30 @@ export class TreeRows implements EdgeKeys {
   private high = 1;
 
   constructor() {
-    this.parent[ROOT] = NONE;
+    this.cells[ROOT * ROW_INTS + PARENT] = NONE;
+  }
+
+  parentOf(row: number): number {
+    return this.cells[row * ROW_INTS + PARENT] as number;
+  }
+
+  /** The first code unit of the row's label (its edge's key, with the parent). */
+  codeOf(row: number): number {
+    return this.cells[row * ROW_INTS + CODE] as number;
+  }
+
+  kidsOf(row: number): number {
+    return this.cells[row * ROW_INTS + KIDS] as number;
   }
 
   /** A new leaf under `parent` labelled `label` (not listed yet). */
   add(parent: number, label: string): number {
     const row = this.take();
-    this.parent[row] = parent;
-    this.code[row] = label.charCodeAt(0);
+    const c = this.cells;
+    c[row * ROW_INTS + PARENT] = parent;
+    c[row * ROW_INTS + CODE] = label.charCodeAt(0);
     this.labels[row] = label;
-    this.kids[parent] = (this.kids[parent] as number) + 1;
+    c[parent * ROW_INTS + KIDS] = (c[parent * ROW_INTS + KIDS] as number) + 1;
     this.children.add(row);
     return row;
   }
@@ -54,15 +74,17 @@ export class TreeRows implements EdgeKeys {
    */
   insertAbove(row: number, upperLabel: string, lowerLabel: string): number {
     const upper = this.take();
-    const parent = this.parent[row] as number;
+    const c = this.cells;
+    const at = row * ROW_INTS;
+    const up = upper * ROW_INTS;
     this.children.delete(row); // its key changes
-    this.parent[upper] = parent;
-    this.code[upper] = this.code[row] as number;
+    c[up + PARENT] = c[at + PARENT] as number;
+    c[up + CODE] = c[at + CODE] as number;
     this.labels[upper] = upperLabel;
-    this.kids[upper] = 1;
+    c[up + KIDS] = 1;
     this.children.add(upper);
-    this.parent[row] = upper;
-    this.code[row] = lowerLabel.charCodeAt(0);
+    c[at + PARENT] = upper;
+    c[at + CODE] = lowerLabel.charCodeAt(0);
     this.labels[row] = lowerLabel;
     this.children.add(row);
     return upper;
@@ -70,36 +92,40 @@ export class TreeRows implements EdgeKeys {
 
   /** Frees a leaf whose tenants are gone: unlinks it from its parent and the recency list. */
   remove(leaf: number): void {
-    const parent = this.parent[leaf] as number;
+    const c = this.cells;
+    const at = leaf * ROW_INTS;
+    const parent = c[at + PARENT] as number;
     this.children.delete(leaf);
-    this.kids[parent] = (this.kids[parent] as number) - 1;
+    c[parent * ROW_INTS + KIDS] = (c[parent * ROW_INTS + KIDS] as number) - 1;
     this.unlist(leaf);
-    this.parent[leaf] = FREE;
+    c[at + PARENT] = FREE;
     this.labels[leaf] = '';
-    this.newer[leaf] = this.freeHead;
+    c[at + NEWER] = this.freeHead;
     this.freeHead = leaf;
     this.nodes--;
   }
 
   /** Moves `row` (listed or not yet) to the newest end of the recency list. */
   makeNewest(row: number): void {
-    if (this.newest === row) return;
+    const newest = this.newest;
+    if (newest === row) return;
     this.unlist(row);
-    this.older[row] = this.newest;
-    if (this.newest !== NONE) this.newer[this.newest] = row;
+    const c = this.cells;
+    c[row * ROW_INTS + OLDER] = newest;
+    if (newest !== NONE) c[newest * ROW_INTS + NEWER] = row;
     else this.oldest = row;
     this.newest = row;
   }
 
   /** Calls `fn` with every row in use but the root. */
   eachLive(fn: (row: number) => void): void {
-    for (let r = 1; r < this.high; r++) if ((this.parent[r] as number) >= 0) fn(r);
+    for (let r = 1; r < this.high; r++) if (this.parentOf(r) >= 0) fn(r);
   }
 
   /** Rows in the recency list (a walk of it). */
   listed(): number {
     let n = 0;
-    for (let r = this.oldest; r !== NONE; r = this.newer[r] as number) n++;
+    for (let r = this.oldest; r !== NONE; r = this.cells[r * ROW_INTS + NEWER] as number) n++;
     return n;
   }
 
@@ -107,7 +133,7 @@ export class TreeRows implements EdgeKeys {
   subtree(row: number): number[] {
     const inside: number[] = [];
     this.eachLive((r) => {
-      for (let a = r; a !== NONE; a = this.parent[a] as number) {
+      for (let a = r; a !== NONE; a = this.parentOf(a)) {
         if (a === row) {
           inside.push(r);
           return;
@@ -121,7 +147,7 @@ export class TreeRows implements EdgeKeys {
   deepestFirst(rows: number[]): number[] {
     const depth = (r: number): number => {
       let d = 0;
-      for (let a = r; a !== ROOT; a = this.parent[a] as number) d++;
+      for (let a = r; a !== ROOT; a = this.parentOf(a)) d++;
       return d;
     };
     return rows
@@ -132,12 +158,8 @@ export class TreeRows implements EdgeKeys {
 
   clear(): void {
     this.capacity = MIN_ROWS;
-    this.parent = new Int32Array(MIN_ROWS);
-    this.older = new Int32Array(MIN_ROWS);
-    this.newer = new Int32Array(MIN_ROWS);
-    this.kids = new Int32Array(MIN_ROWS);
-    this.code = new Uint16Array(MIN_ROWS);
-    this.parent[ROOT] = NONE;
+    this.cells = new Int32Array(MIN_ROWS * ROW_INTS);
+    this.cells[ROOT * ROW_INTS + PARENT] = NONE;
     this.labels = [''];
     this.children.clear();
     this.tenants.clear(MIN_ROWS);
@@ -149,29 +171,32 @@ export class TreeRows implements EdgeKeys {
   }
 
   private unlist(row: number): void {
-    const older = this.older[row] as number;
-    const newer = this.newer[row] as number;
+    const c = this.cells;
+    const at = row * ROW_INTS;
+    const older = c[at + OLDER] as number;
+    const newer = c[at + NEWER] as number;
     const listed = older !== NONE || newer !== NONE || this.oldest === row;
     if (!listed) return;
-    if (older !== NONE) this.newer[older] = newer;
+    if (older !== NONE) c[older * ROW_INTS + NEWER] = newer;
     else this.oldest = newer;
-    if (newer !== NONE) this.older[newer] = older;
+    if (newer !== NONE) c[newer * ROW_INTS + OLDER] = older;
     else this.newest = older;
-    this.older[row] = NONE;
-    this.newer[row] = NONE;
+    c[at + OLDER] = NONE;
+    c[at + NEWER] = NONE;
   }
 
-  /** A row for a new node: a freed one, or the next unused (the arrays grow when full). */
+  /** A row for a new node: a freed one, or the next unused (the array grows when full). */
   private take(): number {
     let row = this.freeHead;
-    if (row !== NONE) this.freeHead = this.newer[row] as number;
+    if (row !== NONE) this.freeHead = this.cells[row * ROW_INTS + NEWER] as number;
     else {
       if (this.high === this.capacity) this.grow();
       row = this.high++;
     }
-    this.older[row] = NONE;
-    this.newer[row] = NONE;
-    this.kids[row] = 0;
+    const at = row * ROW_INTS;
+    this.cells[at + OLDER] = NONE;
+    this.cells[at + NEWER] = NONE;
+    this.cells[at + KIDS] = 0;
     this.nodes++;
     return row;
   }
@@ -180,18 +205,9 @@ export class TreeRows implements EdgeKeys {
     const old = this.capacity;
     // By half, not double: the spare room a node is charged for (tree-memory.ts) stays small.
     const rows = Math.ceil(old * 1.5);
-    const widen = (a: Int32Array): Int32Array<ArrayBuffer> => {
-      const b = new Int32Array(rows);
-      b.set(a);
-      return b;
-    };
-    this.parent = widen(this.parent);
-    this.older = widen(this.older);
-    this.newer = widen(this.newer);
-    this.kids = widen(this.kids);
-    const code = new Uint16Array(rows);
-    code.set(this.code);
-    this.code = code;
+    const cells = new Int32Array(rows * ROW_INTS);
+    cells.set(this.cells);
+    this.cells = cells;
     this.tenants.grow(old, rows);
     this.capacity = rows;
   }

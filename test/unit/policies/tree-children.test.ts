@@ -9,9 +9,21 @@ const rand = (n: number) => {
 
 const ROWS = 20_000;
 
+/** Edge keys in two plain columns: what the tree's rows answer, without a tree. */
+function columns() {
+  const parent = new Int32Array(ROWS);
+  const code = new Uint16Array(ROWS);
+  return {
+    parent,
+    code,
+    parentOf: (r: number) => parent[r] as number,
+    codeOf: (r: number) => code[r] as number,
+  };
+}
+
 describe('ChildIndex (the prefix tree edges)', () => {
   it('agrees with a Map through random adds, deletes and re-keyed rows, across growth and wrap-around', () => {
-    const keys = { parent: new Int32Array(ROWS), code: new Uint16Array(ROWS) };
+    const keys = columns();
     const index = new ChildIndex(keys);
     const model = new Map<string, number>(); // `${parent}/${code}` → child row
     const inTable = new Set<number>();
@@ -52,7 +64,7 @@ describe('ChildIndex (the prefix tree edges)', () => {
   });
 
   it('keeps the table at most half full and empties on clear', () => {
-    const keys = { parent: new Int32Array(ROWS), code: new Uint16Array(ROWS) };
+    const keys = columns();
     const index = new ChildIndex(keys);
     for (let i = 1; i < 10_000; i++) {
       keys.parent[i] = i - 1;
