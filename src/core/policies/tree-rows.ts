@@ -23,7 +23,7 @@ const NEWER = 2;
 const KIDS = 3;
 const CODE = 4;
 /** Integers per row. */
-export const ROW_INTS = 5;
+const ROW_INTS = 5;
 
 export class TreeRows implements EdgeKeys {
   capacity = MIN_ROWS;
@@ -40,30 +40,29 @@ export class TreeRows implements EdgeKeys {
   private high = 1;
 
   constructor() {
-    this.cells[ROOT * ROW_INTS + PARENT] = NONE;
+    this.set(ROOT, PARENT, NONE);
   }
 
   parentOf(row: number): number {
-    return this.cells[row * ROW_INTS + PARENT] as number;
+    return this.get(row, PARENT);
   }
 
   /** The first code unit of the row's label (its edge's key, with the parent). */
   codeOf(row: number): number {
-    return this.cells[row * ROW_INTS + CODE] as number;
+    return this.get(row, CODE);
   }
 
   kidsOf(row: number): number {
-    return this.cells[row * ROW_INTS + KIDS] as number;
+    return this.get(row, KIDS);
   }
 
   /** A new leaf under `parent` labelled `label` (not listed yet). */
   add(parent: number, label: string): number {
     const row = this.take();
-    const c = this.cells;
-    c[row * ROW_INTS + PARENT] = parent;
-    c[row * ROW_INTS + CODE] = label.charCodeAt(0);
+    this.set(row, PARENT, parent);
+    this.set(row, CODE, label.charCodeAt(0));
     this.labels[row] = label;
-    c[parent * ROW_INTS + KIDS] = (c[parent * ROW_INTS + KIDS] as number) + 1;
+    this.set(parent, KIDS, this.get(parent, KIDS) + 1);
     this.children.add(row);
     return row;
   }
@@ -74,17 +73,14 @@ export class TreeRows implements EdgeKeys {
    */
   insertAbove(row: number, upperLabel: string, lowerLabel: string): number {
     const upper = this.take();
-    const c = this.cells;
-    const at = row * ROW_INTS;
-    const up = upper * ROW_INTS;
     this.children.delete(row); // its key changes
-    c[up + PARENT] = c[at + PARENT] as number;
-    c[up + CODE] = c[at + CODE] as number;
+    this.set(upper, PARENT, this.get(row, PARENT));
+    this.set(upper, CODE, this.get(row, CODE));
     this.labels[upper] = upperLabel;
-    c[up + KIDS] = 1;
+    this.set(upper, KIDS, 1);
     this.children.add(upper);
-    c[at + PARENT] = upper;
-    c[at + CODE] = lowerLabel.charCodeAt(0);
+    this.set(row, PARENT, upper);
+    this.set(row, CODE, lowerLabel.charCodeAt(0));
     this.labels[row] = lowerLabel;
     this.children.add(row);
     return upper;
@@ -92,15 +88,13 @@ export class TreeRows implements EdgeKeys {
 
   /** Frees a leaf whose tenants are gone: unlinks it from its parent and the recency list. */
   remove(leaf: number): void {
-    const c = this.cells;
-    const at = leaf * ROW_INTS;
-    const parent = c[at + PARENT] as number;
+    const parent = this.get(leaf, PARENT);
     this.children.delete(leaf);
-    c[parent * ROW_INTS + KIDS] = (c[parent * ROW_INTS + KIDS] as number) - 1;
+    this.set(parent, KIDS, this.get(parent, KIDS) - 1);
     this.unlist(leaf);
-    c[at + PARENT] = FREE;
+    this.set(leaf, PARENT, FREE);
     this.labels[leaf] = '';
-    c[at + NEWER] = this.freeHead;
+    this.set(leaf, NEWER, this.freeHead);
     this.freeHead = leaf;
     this.nodes--;
   }
@@ -110,9 +104,8 @@ export class TreeRows implements EdgeKeys {
     const newest = this.newest;
     if (newest === row) return;
     this.unlist(row);
-    const c = this.cells;
-    c[row * ROW_INTS + OLDER] = newest;
-    if (newest !== NONE) c[newest * ROW_INTS + NEWER] = row;
+    this.set(row, OLDER, newest);
+    if (newest !== NONE) this.set(newest, NEWER, row);
     else this.oldest = row;
     this.newest = row;
   }
@@ -125,7 +118,7 @@ export class TreeRows implements EdgeKeys {
   /** Rows in the recency list (a walk of it). */
   listed(): number {
     let n = 0;
-    for (let r = this.oldest; r !== NONE; r = this.cells[r * ROW_INTS + NEWER] as number) n++;
+    for (let r = this.oldest; r !== NONE; r = this.get(r, NEWER)) n++;
     return n;
   }
 
@@ -159,7 +152,7 @@ export class TreeRows implements EdgeKeys {
   clear(): void {
     this.capacity = MIN_ROWS;
     this.cells = new Int32Array(MIN_ROWS * ROW_INTS);
-    this.cells[ROOT * ROW_INTS + PARENT] = NONE;
+    this.set(ROOT, PARENT, NONE);
     this.labels = [''];
     this.children.clear();
     this.tenants.clear(MIN_ROWS);
@@ -171,34 +164,39 @@ export class TreeRows implements EdgeKeys {
   }
 
   private unlist(row: number): void {
-    const c = this.cells;
-    const at = row * ROW_INTS;
-    const older = c[at + OLDER] as number;
-    const newer = c[at + NEWER] as number;
+    const older = this.get(row, OLDER);
+    const newer = this.get(row, NEWER);
     const listed = older !== NONE || newer !== NONE || this.oldest === row;
     if (!listed) return;
-    if (older !== NONE) c[older * ROW_INTS + NEWER] = newer;
+    if (older !== NONE) this.set(older, NEWER, newer);
     else this.oldest = newer;
-    if (newer !== NONE) c[newer * ROW_INTS + OLDER] = older;
+    if (newer !== NONE) this.set(newer, OLDER, older);
     else this.newest = older;
-    c[at + OLDER] = NONE;
-    c[at + NEWER] = NONE;
+    this.set(row, OLDER, NONE);
+    this.set(row, NEWER, NONE);
   }
 
   /** A row for a new node: a freed one, or the next unused (the array grows when full). */
   private take(): number {
     let row = this.freeHead;
-    if (row !== NONE) this.freeHead = this.cells[row * ROW_INTS + NEWER] as number;
+    if (row !== NONE) this.freeHead = this.get(row, NEWER);
     else {
       if (this.high === this.capacity) this.grow();
       row = this.high++;
     }
-    const at = row * ROW_INTS;
-    this.cells[at + OLDER] = NONE;
-    this.cells[at + NEWER] = NONE;
-    this.cells[at + KIDS] = 0;
+    this.set(row, OLDER, NONE);
+    this.set(row, NEWER, NONE);
+    this.set(row, KIDS, 0);
     this.nodes++;
     return row;
+  }
+
+  private get(row: number, field: number): number {
+    return this.cells[row * ROW_INTS + field] as number;
+  }
+
+  private set(row: number, field: number, value: number): void {
+    this.cells[row * ROW_INTS + field] = value;
   }
 
   private grow(): void {
