@@ -131,7 +131,7 @@ function relayAnswer(
     },
     ...(gaps ? { onGap: (ms: number) => gaps.observe(ms / 1000) } : {}),
     ...(tail ? { tail } : {}),
-    onChunk: () => ctx.stalls.progress(worker.id),
+    onChunk: (at) => ctx.stalls.progress(worker.id, at),
     deadline: { onStop: (hook) => ex.onStop(hook), passed: () => ex.timedOut || ex.shutDown },
     ...(idleMs > 0 ? { idle: { ms: idleMs, clock: ctx.deps.clock, watch: ctx.idleWatch } } : {}),
     onDone: (end, error) => {

@@ -29,8 +29,8 @@ export interface RelayOptions {
   onGap?(ms: number): void;
   /** Keeps the body's last chunks. */
   tail?: ChunkTail;
-  /** Called with every chunk (progress for the stall watch). */
-  onChunk?(): void;
+  /** Called with every chunk (progress for the stall watch), with the clock's reading then (0 without one). */
+  onChunk?(at: number): void;
   /** Message for the SSE error event when the stream fails. */
   describeError?(error: unknown): string;
   /** Type and code of that SSE error event (default `upstream_stream_error`). */
@@ -118,7 +118,12 @@ export function relayStream(
   return webStreamOf(relaySource(src, options));
 }
 
-const DONE: ReadableStreamReadResult<Uint8Array> = { done: true, value: undefined };
+type Read = ReadableStreamReadResult<Uint8Array>;
+
+const DONE: Read = { done: true, value: undefined };
+/** The relay's reactions to an engine read, made apart from the class (callback-of.ts says why). */
+const resumedOf = (relay: Relay) => (result: Read) => relay.resumed(result);
+const failedOf = (relay: Relay) => (error: unknown) => relay.failed(error);
 
 /**
  * The relay as a chunk source: each `read` takes the engine's next chunk and passes it on as it
@@ -142,6 +147,8 @@ class Relay implements ChunkSource, ChunkReader {
   private reading = false;
   private readonly idle: IdleGuard | undefined;
   private readonly clock: Clock | undefined;
+  private readonly onResult: (result: Read) => Read | Promise<Read>;
+  private readonly onFailure: (error: unknown) => Read;
 
   constructor(
     src: ChunkSource | PrefetchedSource,
@@ -155,6 +162,8 @@ class Relay implements ChunkSource, ChunkReader {
         ? new IdleGuard(options.idle, callbackOf(reader, cancelIdle))
         : undefined;
     this.clock = options.clock ?? options.idle?.clock;
+    this.onResult = resumedOf(this);
+    this.onFailure = failedOf(this);
     // The exchange's stop hook, not its AbortSignal: an AbortController and a listener on it cost a
     // streamed request about 5 % of its CPU on Node (docs/benchmarks.md, round 6).
     options.deadline?.onStop(callbackOf(this, stopRelay));
@@ -164,19 +173,50 @@ class Relay implements ChunkSource, ChunkReader {
     return this;
   }
 
-  async read(): Promise<ReadableStreamReadResult<Uint8Array>> {
-    for (;;) {
-      if (this.broken) throw this.broken.error;
-      if (this.closed) return DONE;
-      const result = await this.take();
-      if ('failed' in result) {
-        if (!this.finished) return this.fail(result.failed);
-        this.closed = true; // cancelled by the client meanwhile
-        return DONE;
-      }
-      const out = this.pass(result);
-      if (out !== undefined) return out;
+  /**
+   * The next chunk for the client. A chunk costs one reaction on the engine's read and nothing
+   * else (no async function in between): each one is a promise and a step of the microtask queue
+   * on every chunk of every stream. The first chunk (already read), the end and a broken body go
+   * the slower way.
+   */
+  read(): Promise<Read> {
+    if (this.pending === undefined && this.broken === undefined && !this.closed) return this.next();
+    return this.readNow();
+  }
+
+  private async readNow(): Promise<Read> {
+    if (this.broken) throw this.broken.error;
+    if (this.closed) return DONE;
+    const pending = this.pending;
+    this.pending = undefined;
+    const out = pending === undefined ? undefined : this.pass(pending);
+    return out ?? this.read();
+  }
+
+  /** Reads the engine's next result; `resumed` or `failed` takes it. */
+  private next(): Promise<Read> {
+    this.reading = true;
+    let read: Promise<Read>;
+    try {
+      read = this.reader.read();
+    } catch (error) {
+      read = Promise.reject(error);
     }
+    return read.then(this.onResult, this.onFailure);
+  }
+
+  /** The engine's read gave a result: it goes to the client, or (an empty chunk) the next one does. */
+  resumed(result: Read): Read | Promise<Read> {
+    this.reading = false;
+    return this.pass(result) ?? this.read();
+  }
+
+  /** The engine's read failed. */
+  failed(error: unknown): Read {
+    this.reading = false;
+    if (!this.finished) return this.fail(error);
+    this.closed = true; // cancelled by the client meanwhile
+    return DONE;
   }
 
   cancel(reason?: unknown): Promise<void> {
@@ -200,24 +240,8 @@ class Relay implements ChunkSource, ChunkReader {
     this.options.onDone(end, error);
   }
 
-  /** The engine's next result, or what its read failed with. */
-  private async take(): Promise<ReadableStreamReadResult<Uint8Array> | { failed: unknown }> {
-    this.reading = true;
-    try {
-      const result = this.pending ?? (await this.reader.read());
-      this.pending = undefined;
-      return result;
-    } catch (error) {
-      return { failed: error };
-    } finally {
-      this.reading = false;
-    }
-  }
-
   /** What one engine result gives the client: a chunk, the end, or nothing (an empty chunk). */
-  private pass(
-    result: ReadableStreamReadResult<Uint8Array>,
-  ): ReadableStreamReadResult<Uint8Array> | undefined {
+  private pass(result: Read): Read | undefined {
     if (this.finished) {
       this.closed = true;
       return DONE;
@@ -235,7 +259,7 @@ class Relay implements ChunkSource, ChunkReader {
   }
 
   /** SSE gets a final error event and then ends; any other body fails, now and at every later read. */
-  private fail(error: unknown): ReadableStreamReadResult<Uint8Array> {
+  private fail(error: unknown): Read {
     this.finish('error', error);
     const { options } = this;
     if (!options.sse) {
@@ -257,7 +281,7 @@ class Relay implements ChunkSource, ChunkReader {
       options.onFirstChunk?.(now);
     } else options.onGap?.(now - this.lastChunkAt);
     this.lastChunkAt = now;
-    options.onChunk?.();
+    options.onChunk?.(now);
     options.tail?.push(chunk);
     this.lastByte = chunk[chunk.byteLength - 1] as number;
   }
