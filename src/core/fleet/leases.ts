@@ -3,6 +3,7 @@
  * response ends, errors or is cancelled. An optional TTL lets a fleet reclaim the leases of a
  * caller that vanished (a Workers isolate); in-process callers always settle.
  */
+import { IdTable } from './id-table.ts';
 import type { WorkerRecord } from './workers.ts';
 
 export interface Lease {
@@ -20,8 +21,32 @@ export interface Lease {
   readonly sessionId?: string;
 }
 
+/** One lease as the table holds it: built field by field (an object spread copies property by property). */
+class HeldLease implements Lease {
+  readonly probe: boolean;
+  readonly generation: number;
+  readonly stream: boolean;
+  readonly routedAt: number;
+  readonly sessionId?: string;
+
+  constructor(
+    readonly worker: WorkerRecord,
+    readonly poolKey: string,
+    readonly expiresAt: number,
+    gate: { probe: boolean; generation: number },
+    attempt: { stream: boolean; routedAt: number; sessionId?: string },
+  ) {
+    this.probe = gate.probe;
+    this.generation = gate.generation;
+    this.stream = attempt.stream;
+    this.routedAt = attempt.routedAt;
+    if (attempt.sessionId !== undefined) this.sessionId = attempt.sessionId;
+  }
+}
+
+/** The leases held, by number (id-table.ts says why not a Map). */
 export class LeaseTable {
-  private readonly leases = new Map<number, Lease>();
+  private readonly leases = new IdTable<Lease>();
   private nextId = 1;
 
   get size(): number {
@@ -36,8 +61,7 @@ export class LeaseTable {
     attempt: { stream: boolean; routedAt: number; sessionId?: string },
   ): number {
     const id = this.nextId++;
-    const { probe, generation } = gate;
-    this.leases.set(id, { worker, poolKey, expiresAt, probe, generation, ...attempt });
+    this.leases.add(id, new HeldLease(worker, poolKey, expiresAt, gate, attempt));
     worker.load++;
     worker.ownLoad++;
     worker.processed++;
@@ -46,9 +70,8 @@ export class LeaseTable {
 
   /** Releases a lease; undefined if it was already released (or never existed). */
   release(id: number): Lease | undefined {
-    const lease = this.leases.get(id);
+    const lease = this.leases.delete(id);
     if (!lease) return undefined;
-    this.leases.delete(id);
     lease.worker.load--;
     lease.worker.ownLoad--;
     return lease;
@@ -57,7 +80,7 @@ export class LeaseTable {
   /** Releases every lease whose expiry has passed; returns them. */
   expire(now: number): Lease[] {
     const expired: Lease[] = [];
-    for (const [id, lease] of this.leases) {
+    for (const [id, lease] of this.leases.entries()) {
       if (lease.expiresAt <= now) {
         this.release(id);
         expired.push(lease);
