@@ -1,0 +1,94 @@
+/**
+ * Where a proxy's CPU goes, sampled by Linux `perf` (perf-profile.ts): two proxies side by side,
+ * the same load, per request, by kind of code (the router's JavaScript, undici, Node, V8's builtins,
+ * its collector, the kernel) and by symbol.
+ *
+ *   npm run bench:perf                                    # the floor against the router (cache_aware)
+ *   TARGETS=cache_aware,round_robin SIZE=8192 npm run bench:perf   # what cache_aware costs at 8 KB
+ *   STREAM=1 npm run bench:perf                           # streamed answers (16 chunks each)
+ *   N=20000 C=32 TOP=40 npm run bench:perf
+ *
+ * TARGETS names two proxies: `floor` (bench/floor-proxy.ts) or a policy of the router. Both run on
+ * CPU 0, the two zero-latency simulated engines and the load on CPU 1; each is warmed up, then
+ * recorded alone while it serves N requests from C closed-loop clients. SIZE > 0 sends chats of about
+ * that size (8 system prompts, every user turn new, as bench:policy-http does); otherwise the short
+ * chat of `npm run bench`. The figures are for finding work, not for ratios: those come from
+ * interleaved runs (`npm run bench`, bench:ab, bench:policy-http). Needs `perf` (linux-perf) and
+ * permission to sample (root, or kernel.perf_event_paranoid ≤ 1 for kernel symbols).
+ */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { type Body, closedLoop } from './overhead-load.ts';
+import { PIN, type Server, startEngine, startFloor, startRouter, WORK_DIR } from './overhead-procs.ts';
+import { hasPerf, PERF_NODE_FLAGS, perfRecord, perfTables, removePerfMap } from './perf-profile.ts';
+import { chatBodies } from './prompt-words.ts';
+import { ROOT } from './revision.ts';
+
+const TARGETS = (process.env.TARGETS ?? 'cache_aware,floor').split(',') as [string, string];
+const N = Number(process.env.N ?? 20_000);
+const C = Number(process.env.C ?? 32);
+const SIZE = Number(process.env.SIZE ?? 0);
+const STREAM = process.env.STREAM === '1';
+const TOP = Number(process.env.TOP ?? 30);
+
+if (!hasPerf()) {
+  console.error('bench:perf needs perf (apt-get install linux-perf)');
+  process.exit(2);
+}
+if (TARGETS.length !== 2) {
+  console.error('TARGETS names two proxies: floor or a policy (TARGETS=cache_aware,floor)');
+  process.exit(2);
+}
+
+const body: Body =
+  SIZE > 0
+    ? chatBodies(SIZE, { systemPrompts: 8, turns: 0, seed: 7 })
+    : JSON.stringify({
+        model: 'sim-model',
+        stream: STREAM,
+        max_tokens: 16,
+        messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
+      });
+/** The chats asked for as streams (the short chat says so itself). */
+const streamed: Body = typeof body === 'string' ? body : () => `{"stream":true,${body().slice(1)}`;
+
+function start(target: string, urls: string[], i: number): Promise<Server> {
+  if (target === 'floor') return startFloor(ROOT, urls, 0, PERF_NODE_FLAGS, `floor (${i + 1})`);
+  return startRouter(ROOT, `${target} (${i + 1})`, urls, ['--policy', target], 0, PERF_NODE_FLAGS);
+}
+
+if (process.env.SKIP_BUILD !== '1') execFileSync(process.execPath, [join(ROOT, 'scripts/build.mjs')]);
+if (PIN) execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+const engines = [await startEngine(ROOT, 'engine-a', 1), await startEngine(ROOT, 'engine-b', 1)];
+const servers: Server[] = [];
+try {
+  const urls = engines.map((e) => e.url);
+  for (const [i, t] of TARGETS.entries()) servers.push(await start(t, urls, i));
+  const load = STREAM ? streamed : body;
+  for (const s of servers) await closedLoop(s.url, load, C, 3000);
+  const files: string[] = [];
+  const served: number[] = [];
+  const lines: string[] = [];
+  for (const s of servers) {
+    const file = join(WORK_DIR, `${s.pid}.perf`);
+    const recording = await perfRecord(s.pid, file);
+    const run = await closedLoop(s.url, load, C, N);
+    await recording.stop();
+    files.push(file);
+    served.push(run.requests);
+    lines.push(`${s.name}: ${run.rps.toFixed(0)} req/s while recorded, ${run.errors} errors`);
+  }
+  console.log(
+    `perf, ${N} ${STREAM ? 'streamed' : 'non-streaming'} requests at c${C}${SIZE > 0 ? `, chats of about ${SIZE} characters` : ''}; ` +
+      `${PIN ? 'proxies on CPU 0' : 'no pinning'}\n${lines.join('\n')}\n`,
+  );
+  const names = servers.map((s) => s.name) as [string, string];
+  console.log(perfTables(files as [string, string], names, served as [number, number], TOP));
+} finally {
+  for (const s of servers) {
+    await s.stop();
+    removePerfMap(s.pid);
+  }
+  for (const e of engines) await e.stop();
+}
+process.exit(0);
