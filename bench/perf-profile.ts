@@ -20,9 +20,14 @@ export const hasPerf = () => hasCommand('perf');
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Samples process `pid` (all its threads) into `file` until `stop()`. */
-export async function perfRecord(pid: number, file: string): Promise<{ stop(): Promise<void> }> {
-  const args = ['record', '-q', '-e', 'cpu-clock', '-F', '4999', '-p', String(pid), '-o', file];
+/** Samples process `pid` (all its threads) into `file` until `stop()`; with `calls`, call graphs too. */
+export async function perfRecord(
+  pid: number,
+  file: string,
+  calls = false,
+): Promise<{ stop(): Promise<void> }> {
+  const args = ['record', '-q', ...(calls ? ['-g'] : []), '-e', 'cpu-clock', '-F', '4999'];
+  args.push('-p', String(pid), '-o', file);
   const child = spawn('perf', args, { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await pause(300); // perf attaches to every thread before the load starts
@@ -67,7 +72,7 @@ function kindOf(dso: string, level: string, symbol: string): string {
 }
 
 function read(file: string): Recording {
-  const out = execFileSync('perf', ['report', '-i', file, '--stdio', '--sort', 'dso,sym'], {
+  const out = execFileSync('perf', ['report', '-i', file, '--stdio', '--no-children', '--sort', 'dso,sym'], {
     maxBuffer: 1 << 28,
     stdio: ['ignore', 'pipe', 'ignore'],
   }).toString();
@@ -90,6 +95,10 @@ function read(file: string): Recording {
   }
   return { total, symbols, kinds };
 }
+
+/** A symbol as the tables name it: without V8's tier mark, its file without directories. */
+const symbolName = (raw: string) =>
+  raw.replace(/^(JS|LazyCompile):[*~^+]?/, '').replace(/(file:\/\/)?\/\S*\/(?=[^/\s]+:\d+)/, '');
 
 const us = (ns: number, requests: number) => (ns / 1000 / requests).toFixed(2);
 
@@ -126,5 +135,34 @@ export function perfTables(
     `| symbol | ${head}`,
     '|---|---:|---:|---:|',
     ...diffRows(a.symbols, b.symbols, ra, rb, top),
+  ].join('\n');
+}
+
+/**
+ * From a recording with call graphs: the `top` symbols of the proxy's own JavaScript (`own` tells
+ * them by name) by the time spent in them and everything they called, per request.
+ */
+export function inclusiveTable(file: string, name: string, requests: number, own: RegExp, top = 25): string {
+  const out = execFileSync(
+    'perf',
+    ['report', '-i', file, '--stdio', '--children', '--sort', 'sym', '-g', 'none'],
+    {
+      maxBuffer: 1 << 28,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  ).toString();
+  const total = Number(/Event count \(approx\.\): (\d+)/.exec(out)?.[1] ?? Number.NaN);
+  const rows: string[] = [];
+  for (const line of out.split('\n')) {
+    const m = /^\s+([\d.]+)%\s+([\d.]+)%\s+\[.\]\s+(.*?)\s*$/.exec(line);
+    if (!m || !own.test(m[3] as string)) continue;
+    const [children, self] = [Number(m[1]), Number(m[2])].map((p) => us((p / 100) * total, requests));
+    rows.push(`| \`${symbolName(m[3] as string)}\` | ${children} | ${self} |`);
+    if (rows.length === top) break;
+  }
+  return [
+    `| ${name}: function | with what it called, µs/request | itself |`,
+    '|---|---:|---:|',
+    ...rows,
   ].join('\n');
 }

@@ -7,6 +7,8 @@
  *   TARGETS=cache_aware,round_robin SIZE=8192 npm run bench:perf   # what cache_aware costs at 8 KB
  *   STREAM=1 npm run bench:perf                           # streamed answers (16 chunks each)
  *   N=20000 C=32 TOP=40 npm run bench:perf
+ *   CALLS=1 npm run bench:perf                            # call graphs too: the router's functions
+ *                                                         # with everything they called
  *
  * TARGETS names two proxies: `floor` (bench/floor-proxy.ts) or a policy of the router. Both run on
  * CPU 0, the two zero-latency simulated engines and the load on CPU 1; each is warmed up, then
@@ -20,7 +22,14 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { type Body, closedLoop } from './overhead-load.ts';
 import { PIN, type Server, startEngine, startFloor, startRouter, WORK_DIR } from './overhead-procs.ts';
-import { hasPerf, PERF_NODE_FLAGS, perfRecord, perfTables, removePerfMap } from './perf-profile.ts';
+import {
+  hasPerf,
+  inclusiveTable,
+  PERF_NODE_FLAGS,
+  perfRecord,
+  perfTables,
+  removePerfMap,
+} from './perf-profile.ts';
 import { chatBodies } from './prompt-words.ts';
 import { ROOT } from './revision.ts';
 
@@ -30,6 +39,7 @@ const C = Number(process.env.C ?? 32);
 const SIZE = Number(process.env.SIZE ?? 0);
 const STREAM = process.env.STREAM === '1';
 const TOP = Number(process.env.TOP ?? 30);
+const CALLS = process.env.CALLS === '1';
 
 if (!hasPerf()) {
   console.error('bench:perf needs perf (apt-get install linux-perf)');
@@ -71,7 +81,7 @@ try {
   const lines: string[] = [];
   for (const s of servers) {
     const file = join(WORK_DIR, `${s.pid}.perf`);
-    const recording = await perfRecord(s.pid, file);
+    const recording = await perfRecord(s.pid, file, CALLS);
     const run = await closedLoop(s.url, load, C, N);
     await recording.stop();
     files.push(file);
@@ -84,6 +94,11 @@ try {
   );
   const names = servers.map((s) => s.name) as [string, string];
   console.log(perfTables(files as [string, string], names, served as [number, number], TOP));
+  // The router's bundle (dist/node/main.js) holds its own functions.
+  servers.forEach((s, i) => {
+    if (CALLS && TARGETS[i] !== 'floor')
+      console.log(`\n${inclusiveTable(files[i] as string, s.name, served[i] as number, /\/main\.js:/, TOP)}`);
+  });
 } finally {
   for (const s of servers) {
     await s.stop();
