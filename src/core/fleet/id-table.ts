@@ -6,10 +6,10 @@
  *
  * Why not a Map: a long-lived Map that takes one entry and drops one per request keeps replacing its
  * hash table. It grows when its deleted entries fill it and shrinks again when the requests in
- * flight drop below a quarter of it; a `perf` profile of the router at c32 found those rehashes,
- * with the page faults of their new tables, at about 2 µs per request, all of it before the request
- * was sent (docs/benchmarks.md, round 17). This table allocates only when the number of entries
- * outgrows half its slots, and starts small again when it empties.
+ * flight drop below a quarter of it; a `perf` profile of the router at c32 found those rehashes at
+ * about 2 µs per request, all of it before the request was sent (docs/benchmarks.md, round 17).
+ * This table allocates only when the number of entries outgrows half its slots, and starts small
+ * again when it empties.
  */
 
 const INITIAL_SLOTS = 16;

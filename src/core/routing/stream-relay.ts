@@ -4,8 +4,8 @@
  * SSE gets a final error event and no `[DONE]`; any other body errors so the truncation is visible.
  * An answer silent for longer than its idle limit is cut the same way. The relay may start from a
  * first chunk already read (the attempt loop reads it before committing the answer). Timing costs
- * one clock reading per chunk (shared by the idle guard and the inter-chunk gaps); the body's last
- * chunks can be kept by reference for the usage scan at its end (usage.ts).
+ * one clock reading per chunk (shared by the idle guard, the inter-chunk gaps and the stall
+ * watch); the body's last chunks can be kept by reference for the usage scan at its end (usage.ts).
  */
 
 import { webStreamOf } from '../contracts/answer.ts';
@@ -205,7 +205,10 @@ class Relay implements ChunkSource, ChunkReader {
     return read.then(this.onResult, this.onFailure);
   }
 
-  /** The engine's read gave a result: it goes to the client, or (an empty chunk) the next one does. */
+  /**
+   * The engine's read gave a result: it goes to the client, or (an empty chunk) the next one does.
+   * `resumed` and `failed` are the relay's reactions to that read (through `resumedOf`/`failedOf`).
+   */
   resumed(result: Read): Read | Promise<Read> {
     this.reading = false;
     return this.pass(result) ?? this.read();
