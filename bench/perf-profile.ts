@@ -55,7 +55,7 @@ interface Recording {
 /** What kind of code a sample was in: the proxy's own JavaScript, undici, Node, V8, the kernel. */
 function kindOf(dso: string, level: string, symbol: string): string {
   if (level === 'k') return 'kernel (system calls, network stack, page faults)';
-  if (/\/dist\/node\/main\.js:|\/dist\/.*\/main\.js:/.test(symbol)) return "the router's JavaScript";
+  if (/\/dist\/.*\/main\.js:/.test(symbol)) return "the router's JavaScript";
   if (/floor-proxy/.test(symbol)) return "the floor's JavaScript";
   if (/undici/.test(symbol)) return 'undici (JavaScript)';
   if (dso.startsWith('[JIT]'))
@@ -71,12 +71,21 @@ function kindOf(dso: string, level: string, symbol: string): string {
   return `other (${dso})`;
 }
 
-function read(file: string): Recording {
-  const out = execFileSync('perf', ['report', '-i', file, '--stdio', '--no-children', '--sort', 'dso,sym'], {
+/** `perf report` of a recording as text, and the sampled CPU time it covers (ns). */
+function report(file: string, options: string[]): { out: string; total: number } {
+  const out = execFileSync('perf', ['report', '-i', file, '--stdio', ...options], {
     maxBuffer: 1 << 28,
     stdio: ['ignore', 'pipe', 'ignore'],
   }).toString();
-  const total = Number(/Event count \(approx\.\): (\d+)/.exec(out)?.[1] ?? Number.NaN);
+  return { out, total: Number(/Event count \(approx\.\): (\d+)/.exec(out)?.[1] ?? Number.NaN) };
+}
+
+/** A symbol as the tables name it: without V8's tier mark, its file without directories. */
+const symbolName = (raw: string) =>
+  raw.replace(/^(JS|LazyCompile):[*~^+]?/, '').replace(/(file:\/\/)?\/\S*\/(?=[^/\s]+:\d+)/, '');
+
+function read(file: string): Recording {
+  const { out, total } = report(file, ['--no-children', '--sort', 'dso,sym']);
   const symbols = new Map<string, number>();
   const kinds = new Map<string, number>();
   for (const line of out.split('\n')) {
@@ -87,18 +96,11 @@ function read(file: string): Recording {
     const ns = (Number(percent) / 100) * total;
     const kind = kindOf(dso, level, raw);
     kinds.set(kind, (kinds.get(kind) ?? 0) + ns);
-    // Function names without V8's tier mark, files without their directories.
-    const symbol = raw
-      .replace(/^(JS|LazyCompile):[*~^+]?/, '')
-      .replace(/(file:\/\/)?\/\S*\/(?=[^/\s]+:\d+)/, '');
+    const symbol = symbolName(raw);
     symbols.set(symbol, (symbols.get(symbol) ?? 0) + ns);
   }
   return { total, symbols, kinds };
 }
-
-/** A symbol as the tables name it: without V8's tier mark, its file without directories. */
-const symbolName = (raw: string) =>
-  raw.replace(/^(JS|LazyCompile):[*~^+]?/, '').replace(/(file:\/\/)?\/\S*\/(?=[^/\s]+:\d+)/, '');
 
 const us = (ns: number, requests: number) => (ns / 1000 / requests).toFixed(2);
 
@@ -143,15 +145,7 @@ export function perfTables(
  * them by name) by the time spent in them and everything they called, per request.
  */
 export function inclusiveTable(file: string, name: string, requests: number, own: RegExp, top = 25): string {
-  const out = execFileSync(
-    'perf',
-    ['report', '-i', file, '--stdio', '--children', '--sort', 'sym', '-g', 'none'],
-    {
-      maxBuffer: 1 << 28,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    },
-  ).toString();
-  const total = Number(/Event count \(approx\.\): (\d+)/.exec(out)?.[1] ?? Number.NaN);
+  const { out, total } = report(file, ['--children', '--sort', 'sym', '-g', 'none']);
   const rows: string[] = [];
   for (const line of out.split('\n')) {
     const m = /^\s+([\d.]+)%\s+([\d.]+)%\s+\[.\]\s+(.*?)\s*$/.exec(line);

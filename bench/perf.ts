@@ -50,17 +50,19 @@ if (TARGETS.length !== 2) {
   process.exit(2);
 }
 
-const body: Body =
-  SIZE > 0
-    ? chatBodies(SIZE, { systemPrompts: 8, turns: 0, seed: 7 })
-    : JSON.stringify({
+/** The load: chats of about SIZE characters (as streams with STREAM=1), or the short chat. */
+const chats = SIZE > 0 ? chatBodies(SIZE, { systemPrompts: 8, turns: 0, seed: 7 }) : undefined;
+const load: Body =
+  chats === undefined
+    ? JSON.stringify({
         model: 'sim-model',
         stream: STREAM,
         max_tokens: 16,
         messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
-      });
-/** The chats asked for as streams (the short chat says so itself). */
-const streamed: Body = typeof body === 'string' ? body : () => `{"stream":true,${body().slice(1)}`;
+      })
+    : STREAM
+      ? () => `{"stream":true,${chats().slice(1)}`
+      : chats;
 
 function start(target: string, urls: string[], i: number): Promise<Server> {
   if (target === 'floor') return startFloor(ROOT, urls, 0, PERF_NODE_FLAGS, `floor (${i + 1})`);
@@ -74,7 +76,6 @@ const servers: Server[] = [];
 try {
   const urls = engines.map((e) => e.url);
   for (const [i, t] of TARGETS.entries()) servers.push(await start(t, urls, i));
-  const load = STREAM ? streamed : body;
   for (const s of servers) await closedLoop(s.url, load, C, 3000);
   const files: string[] = [];
   const served: number[] = [];
