@@ -9,6 +9,9 @@ import pkg from '../../../package.json' with { type: 'json' };
 import { runCli } from '../../core/cli.ts';
 import { systemClock } from '../../core/contracts/runtime.ts';
 import { readDotEnv, serveNode, startDemoEngines } from './host.ts';
+import { applyV8Tuning } from './v8-tuning.ts';
+
+applyV8Tuning();
 
 void runCli({
   argv: process.argv.slice(2),
