@@ -6,6 +6,7 @@
  *   npm run bench:perf                                    # the floor against the router (cache_aware)
  *   TARGETS=cache_aware,round_robin SIZE=8192 npm run bench:perf   # what cache_aware costs at 8 KB
  *   STREAM=1 npm run bench:perf                           # streamed answers (16 chunks each)
+ *   STREAM=1 TTFT_MS=5 ITL_MS=2 npm run bench:perf        # ... each token its own write, as engines send them
  *   N=20000 C=32 TOP=40 npm run bench:perf
  *   CALLS=1 npm run bench:perf                            # call graphs too: the router's functions
  *                                                         # with everything they called
@@ -21,7 +22,15 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { type Body, closedLoop } from './overhead-load.ts';
-import { PIN, type Server, startEngine, startFloor, startRouter, WORK_DIR } from './overhead-procs.ts';
+import {
+  configureEngines,
+  PIN,
+  type Server,
+  startEngine,
+  startFloor,
+  startRouter,
+  WORK_DIR,
+} from './overhead-procs.ts';
 import {
   hasPerf,
   inclusiveTable,
@@ -40,6 +49,9 @@ const SIZE = Number(process.env.SIZE ?? 0);
 const STREAM = process.env.STREAM === '1';
 const TOP = Number(process.env.TOP ?? 30);
 const CALLS = process.env.CALLS === '1';
+/** Engine latencies (ms): with ITL_MS > 0 every token of a stream is its own write, as from a real engine. */
+const TTFT_MS = Number(process.env.TTFT_MS ?? 0);
+const ITL_MS = Number(process.env.ITL_MS ?? 0);
 
 if (!hasPerf()) {
   console.error('bench:perf needs perf (apt-get install linux-perf)');
@@ -75,6 +87,7 @@ const engines = [await startEngine(ROOT, 'engine-a', 1), await startEngine(ROOT,
 const servers: Server[] = [];
 try {
   const urls = engines.map((e) => e.url);
+  if (TTFT_MS > 0 || ITL_MS > 0) await configureEngines(engines, { 'ttft-ms': TTFT_MS, 'itl-ms': ITL_MS });
   for (const [i, t] of TARGETS.entries()) servers.push(await start(t, urls, i));
   for (const s of servers) await closedLoop(s.url, load, C, 3000);
   const files: string[] = [];
@@ -91,6 +104,7 @@ try {
   }
   console.log(
     `perf, ${N} ${STREAM ? 'streamed' : 'non-streaming'} requests at c${C}${SIZE > 0 ? `, chats of about ${SIZE} characters` : ''}; ` +
+      `${TTFT_MS > 0 || ITL_MS > 0 ? `engines ${TTFT_MS} ms to the first token, ${ITL_MS} ms per token; ` : ''}` +
       `${PIN ? 'proxies on CPU 0' : 'no pinning'}\n${lines.join('\n')}\n`,
   );
   const names = servers.map((s) => s.name) as [string, string];
