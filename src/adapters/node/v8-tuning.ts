@@ -8,10 +8,11 @@
  * the burst those objects still go to the old generation, where only a full collection frees them,
  * and everything young they point to survives every young collection until then: measured on a
  * router after 20 s at saturation and then serving streams at c32, each young collection promoted
- * 1.6-2.5 MB (95 % of what it had kept) and paused 6-17 ms, against 0.01-0.35 MB and 1-4 ms for
+ * 1.4-2.5 MB (91-97 % of what it had kept) and paused 5-17 ms, against under 0.4 MB and 1-4 ms for
  * the same load on a router that never saw the burst, or with pretenuring off
- * (docs/benchmarks.md, round 18). A router's long-lived data (the prefix tree's typed arrays and
- * labels, the fleet) is small beside its per-request garbage, so it loses nothing by it.
+ * (docs/benchmarks.md, round 18). Under steady load the router measured the same without it (CPU
+ * per request, young collections, `cache_aware` at 8 KB): its long-lived data (the prefix tree's
+ * typed arrays and labels, the fleet) is small beside its per-request garbage.
  *
  * A `--allocation-site-pretenuring` or `--no-allocation-site-pretenuring` given to node itself
  * (its command line or NODE_OPTIONS) is left as given.
