@@ -99,18 +99,9 @@ export function answeringAt(
 
 const listeningOn = (output: string) => / listening on (http:\/\/[^\s"]+)/.exec(output)?.[1];
 
-/** One simulated engine (dist/node/sim.js), zero latency, request log off unless `extra` says. */
-export function startEngine(root: string, name: string, cpu: number, extra: string[] = []): Promise<Server> {
-  const args = [
-    join(root, 'dist/node/sim.js'),
-    '--host',
-    '127.0.0.1',
-    '--port',
-    '0',
-    '--log-size',
-    '0',
-    ...extra,
-  ];
+/** One simulated engine (dist/node/sim.js), zero latency, request log off. */
+export function startEngine(root: string, name: string, cpu: number): Promise<Server> {
+  const args = [join(root, 'dist/node/sim.js'), '--host', '127.0.0.1', '--port', '0', '--log-size', '0'];
   return spawnServer(name, process.execPath, args, listeningOn, cpu);
 }
 
