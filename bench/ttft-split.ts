@@ -28,6 +28,7 @@ import { median, treeCpuMs } from './overhead-interleave.ts';
 import { wrk } from './overhead-load.ts';
 import {
   configureEngines,
+  hasCommand,
   PIN,
   type Server,
   startEngine,
@@ -107,6 +108,10 @@ const ms = (v: number) => v.toFixed(2);
 const signed = (v: number) => (v >= 0 ? `+${ms(v)}` : ms(v));
 
 async function main(): Promise<void> {
+  if (BURST > 0 && !hasCommand('wrk')) {
+    console.error('bench:ttft sends its burst with wrk (apt-get install wrk), or run it with BURST=0');
+    process.exit(2);
+  }
   if (PIN) execFileSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
   const engines = [await startEngine(ROOT, 'e1', 1), await startEngine(ROOT, 'e2', 1)];
   const urls = engines.map((e) => e.url);
