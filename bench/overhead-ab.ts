@@ -25,6 +25,7 @@ import { closedLoop } from './overhead-load.ts';
 import { answeringAt, type Server, spawnServer, startEngine, startFloor } from './overhead-procs.ts';
 import { chatBodies } from './prompt-words.ts';
 import { buildRevision, ROOT } from './revision.ts';
+import { shortChat } from './support.ts';
 
 const BURSTS = Number(process.env.BURSTS ?? 20);
 const N = Number(process.env.N ?? 1500);
@@ -39,12 +40,7 @@ if (!base) {
 const STREAM = process.env.STREAM === '1';
 const RUNTIME = process.env.RUNTIME ?? 'node';
 const SIZE = Number(process.env.SIZE ?? 0);
-const fixed = JSON.stringify({
-  model: 'sim-model',
-  stream: STREAM,
-  max_tokens: 16,
-  messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
-});
+const fixed = shortChat(STREAM);
 const body =
   SIZE > 0 && !STREAM
     ? chatBodies(SIZE, { systemPrompts: 8, turns: Number(process.env.TURNS ?? 0), seed: 7 })

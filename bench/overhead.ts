@@ -50,6 +50,7 @@ import {
   WORK_DIR,
 } from './overhead-procs.ts';
 import { printTable, type Run } from './overhead-report.ts';
+import { shortChat } from './support.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const REPEATS = Number(process.env.REPEATS ?? 3);
@@ -68,14 +69,6 @@ const TARGETS = (process.env.TARGETS ?? 'floor,cache_aware,round_robin,nginx,den
   .split(',')
   .map((t) => t.trim())
   .filter((t) => t !== 'nginx' || NGINX);
-
-const chat = (stream: boolean) =>
-  JSON.stringify({
-    model: 'sim-model',
-    stream,
-    max_tokens: 16,
-    messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
-  });
 
 function startTarget(target: string, engineUrls: string[]): Promise<Server> {
   if (target === 'floor') return startFloor(ROOT, engineUrls, 0);
@@ -98,17 +91,17 @@ async function measure(target: string, engines: Server[]): Promise<Run> {
   );
   try {
     await configure(engines, { 'ttft-ms': 0, 'itl-ms': 0 });
-    const warm = await closedLoop(server.url, chat(false), 32, 2000);
+    const warm = await closedLoop(server.url, shortChat(false), 32, 2000);
     if (warm.errors > 0) throw new Error(`${target}: ${warm.errors} errors while warming up`);
     const nonstream: Throughput = WRK
-      ? await wrk(WORK_DIR, server.url, chat(false), 32, DURATION)
-      : await closedLoop(server.url, chat(false), 32, 0, DURATION);
+      ? await wrk(WORK_DIR, server.url, shortChat(false), 32, DURATION)
+      : await closedLoop(server.url, shortChat(false), 32, 0, DURATION);
     const before = treeCpuMs(server.pid);
-    const fixed = await closedLoop(server.url, chat(false), 32, CPU_REQUESTS);
+    const fixed = await closedLoop(server.url, shortChat(false), 32, CPU_REQUESTS);
     const cpuUsPerRequest = ((treeCpuMs(server.pid) - before) * 1000) / CPU_REQUESTS;
     await configure(engines, { 'ttft-ms': 5, 'itl-ms': 2 });
-    const c1 = await streamTtft(server.url, chat(true), 1, STREAM_SECONDS);
-    const c32 = await streamTtft(server.url, chat(true), 32, STREAM_SECONDS);
+    const c1 = await streamTtft(server.url, shortChat(true), 1, STREAM_SECONDS);
+    const c32 = await streamTtft(server.url, shortChat(true), 32, STREAM_SECONDS);
     const errors = nonstream.errors + fixed.errors + c1.errors + c32.errors;
     return { target, nonstream, cpuUsPerRequest, ttftC1: c1.p50Ms, ttftC32: c32.p50Ms, errors };
   } finally {
@@ -128,7 +121,7 @@ async function interleavedTable(engines: Server[]): Promise<void> {
           engines.map((e) => e.url),
         ),
       );
-    const { cpu, rps } = await interleavedBursts(servers, chat(false), {
+    const { cpu, rps } = await interleavedBursts(servers, shortChat(false), {
       bursts: BURSTS,
       n: BURST_REQUESTS,
       c: 32,
@@ -171,7 +164,7 @@ function ratioCell(mine: number[], base: number[]): string {
 /** Requests/s and p99 with every target running at once, in interleaved wrk rounds. */
 async function interleavedThroughputTable(servers: Server[]): Promise<void> {
   const options = { rounds: RPS_ROUNDS, seconds: RPS_ROUND_SECONDS, dir: WORK_DIR };
-  const runs = await interleavedThroughput(servers, chat(false), options);
+  const runs = await interleavedThroughput(servers, shortChat(false), options);
   const rps = runs.map((r) => r.map((t) => t.rps));
   const p99 = runs.map((r) => r.map((t) => t.p99Ms));
   const floor = TARGETS.indexOf('floor');
@@ -209,8 +202,8 @@ function addedCell(mine: number[], floor: number[]): string {
 async function interleavedTtftTable(servers: Server[], engines: Server[]): Promise<void> {
   await configure(engines, { 'ttft-ms': 5, 'itl-ms': 2 });
   const options = { rounds: TTFT_ROUNDS, seconds: TTFT_ROUND_SECONDS };
-  const c1 = await interleavedTtft(servers, chat(true), { ...options, c: 1 });
-  const c32 = await interleavedTtft(servers, chat(true), { ...options, c: 32 });
+  const c1 = await interleavedTtft(servers, shortChat(true), { ...options, c: 1 });
+  const c32 = await interleavedTtft(servers, shortChat(true), { ...options, c: 32 });
   const floor = TARGETS.indexOf('floor');
   console.log(
     `\nTime to the first body chunk, all targets running at once, ${TTFT_ROUNDS} interleaved rounds of ` +
@@ -243,8 +236,8 @@ async function main(): Promise<void> {
     // Engines fresh from start run their first thousands of requests slower (JIT): warm them up.
     for (const e of engines) {
       await configure([e], { 'ttft-ms': 0, 'itl-ms': 0 });
-      await closedLoop(e.url, chat(false), 32, 0, 2);
-      await closedLoop(e.url, chat(true), 32, 0, 1);
+      await closedLoop(e.url, shortChat(false), 32, 0, 2);
+      await closedLoop(e.url, shortChat(true), 32, 0, 1);
     }
     for (let r = 0; r < REPEATS; r++) {
       const round: Run[] = [];

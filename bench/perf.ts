@@ -41,6 +41,7 @@ import {
 } from './perf-profile.ts';
 import { chatBodies } from './prompt-words.ts';
 import { ROOT } from './revision.ts';
+import { shortChat } from './support.ts';
 
 const TARGETS = (process.env.TARGETS ?? 'cache_aware,floor').split(',') as [string, string];
 const N = Number(process.env.N ?? 20_000);
@@ -65,16 +66,7 @@ if (TARGETS.length !== 2) {
 /** The load: chats of about SIZE characters (as streams with STREAM=1), or the short chat. */
 const chats = SIZE > 0 ? chatBodies(SIZE, { systemPrompts: 8, turns: 0, seed: 7 }) : undefined;
 const load: Body =
-  chats === undefined
-    ? JSON.stringify({
-        model: 'sim-model',
-        stream: STREAM,
-        max_tokens: 16,
-        messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
-      })
-    : STREAM
-      ? () => `{"stream":true,${chats().slice(1)}`
-      : chats;
+  chats === undefined ? shortChat(STREAM) : STREAM ? () => `{"stream":true,${chats().slice(1)}` : chats;
 
 function start(target: string, urls: string[], i: number): Promise<Server> {
   if (target === 'floor') return startFloor(ROOT, urls, 0, PERF_NODE_FLAGS, `floor (${i + 1})`);

@@ -40,6 +40,7 @@ import {
   WORK_DIR,
 } from './overhead-procs.ts';
 import { chatBodies } from './prompt-words.ts';
+import { flagsOf } from './support.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SIZES = (process.env.SIZES ?? '512,8192,65536').split(',').map(Number);
@@ -52,7 +53,6 @@ const TURNS = Number(process.env.TURNS ?? 0);
 /** The two routers' policies: the first is the one measured against the second. */
 const [A, B] = (process.env.POLICIES ?? 'cache_aware,round_robin').split(',') as [string, string];
 /** More flags for each router (FLAGS_A='--max-tree-bytes 1048576'), to measure what a setting costs. */
-const flagsOf = (v: string | undefined) => (v ?? '').split(' ').filter((f) => f !== '');
 
 /** Chat bodies of about `size` characters: a system prompt of the size's set, then a user turn. */
 const bodiesOf = (size: number) => chatBodies(size, { systemPrompts: SYSTEM_PROMPTS, turns: TURNS, seed: 7 });

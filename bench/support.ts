@@ -1,4 +1,4 @@
-/** Shared by the benchmarks: a chat request helper, a seeded PRNG, and a command lookup. */
+/** Shared by the benchmarks: chat requests, a seeded PRNG, a command lookup, flags from the environment. */
 import { execFileSync } from 'node:child_process';
 
 /** One chat completion, answered with its status (0: no answer). */
@@ -7,6 +7,18 @@ export const chatBody = JSON.stringify({
   messages: [{ role: 'user', content: 'hi' }],
   max_tokens: 2,
 });
+
+/** The short chat of the proxy-overhead benches (16 tokens), streamed or not. */
+export const shortChat = (stream: boolean) =>
+  JSON.stringify({
+    model: 'sim-model',
+    stream,
+    max_tokens: 16,
+    messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
+  });
+
+/** Space-separated flags from an environment variable (NODE_FLAGS_A='--a --b'). */
+export const flagsOf = (v: string | undefined) => (v ?? '').split(' ').filter((f) => f !== '');
 
 export async function postChat(routerUrl: string, body = chatBody): Promise<number> {
   try {

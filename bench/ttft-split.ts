@@ -37,22 +37,14 @@ import {
   WORK_DIR,
 } from './overhead-procs.ts';
 import { ROOT } from './revision.ts';
+import { flagsOf, shortChat } from './support.ts';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 16);
 const BURST = Number(process.env.BURST ?? 20);
 const C = Number(process.env.C ?? 32);
 const POLICY = process.env.POLICY ?? 'cache_aware';
-const flags = (s: string | undefined) => (s ?? '').split(' ').filter(Boolean);
-const FLAGS_A = flags(process.env.NODE_FLAGS_A);
-const FLAGS_B = flags(process.env.NODE_FLAGS_B);
-
-const chat = (stream: boolean) =>
-  JSON.stringify({
-    model: 'sim-model',
-    stream,
-    max_tokens: 16,
-    messages: [{ role: 'user', content: 'Say hello to the benchmark in a few words.' }],
-  });
+const FLAGS_A = flagsOf(process.env.NODE_FLAGS_A);
+const FLAGS_B = flagsOf(process.env.NODE_FLAGS_B);
 const now = () => performance.timeOrigin + performance.now();
 
 interface Sent {
@@ -64,7 +56,7 @@ interface Sent {
 /** One round: C closed-loop streams for `seconds`; every request that got a first chunk. */
 async function streams(url: string, seconds: number, ids: { next: number }): Promise<Sent[]> {
   const pool = new Pool(url, { connections: C, pipelining: 1 });
-  const body = chat(true);
+  const body = shortChat(true);
   const out: Sent[] = [];
   const deadline = performance.now() + seconds * 1000;
   const client = async () => {
@@ -130,7 +122,8 @@ async function main(): Promise<void> {
         `interleaved rounds of 1 s at c${C} (engines: 5 ms to the first token, 2 ms per token)`,
     );
     const dir = mkdtempSync(join(WORK_DIR, 'wrk-'));
-    for (let s = 0; s < BURST; s += 2) for (const p of proxies) await wrk(dir, p.url, chat(false), 32, 2);
+    for (let s = 0; s < BURST; s += 2)
+      for (const p of proxies) await wrk(dir, p.url, shortChat(false), 32, 2);
     // The engines' request logs on only now: the streams' arrivals, not the burst's requests.
     await configureEngines(engines, { 'ttft-ms': 5, 'itl-ms': 2, 'log-size': 200_000 });
     const ids = { next: 0 };
