@@ -11,8 +11,8 @@
  * closed-loop client) and this process share CPU 1 (taskset; no pinning without it or with one CPU).
  * Per target and repeat: non-streaming c32 requests/s and p50/p99 (zero-latency engines); the
  * proxy's CPU time per request (its threads' run time from /proc over CPU_REQUESTS requests at
- * c32, after as many unmeasured ones); streaming time to the first body chunk at c1 and c32 (engines: first token after 5 ms, then
- * one every 2 ms, 16 tokens). The router runs from dist/node/main.js with its defaults (info log
+ * c32, after as many unmeasured ones); streaming time to the first body chunk at c1 and c32
+ * (engines: first token after 5 ms, then one every 2 ms, 16 tokens). The router runs from dist/node/main.js with its defaults (info log
  * line per request) plus --policy; repeats interleave the targets.
  * Then the CPU table that the noise of a shared VM cannot skew as much: every target running at
  * once, BURSTS closed-loop bursts of BURST_REQUESTS requests at c32 sent to each in turn
