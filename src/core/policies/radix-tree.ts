@@ -13,11 +13,13 @@
  * Two sizes are kept: `size`, the characters held (what vLLM Router's --max-tree-size counts), and
  * `bytes`, the estimated memory (tree-memory.ts), which is what bounds the tree.
  *
- * Every node but the root sits in a recency list, oldest first. An insert moves the nodes it went
- * through to the newest end, deepest first, so a node is always newer than its descendants and the
- * oldest node is always a leaf. Eviction removes the oldest leaf until both sizes are within their
- * targets (a parent whose last child went becomes a leaf, already in its place): O(1) per node
- * evicted, O(depth) per insert, no scan of the tree.
+ * Nodes sit in a recency list, oldest first, by their last direct use: an insert moves only the
+ * node the text ended at to the newest end, so a request touches one place of the list, not one per
+ * node of its path (each a cold read when the tree is large). Every leaf is listed. Eviction takes
+ * the oldest node: a leaf goes; a node with children is in use through them and leaves the list
+ * instead, until its last child goes, when it is listed at the oldest end (its last use was through
+ * that child, the oldest of all). So leaves go in the order they were last used and a prefix
+ * outlives everything under it: O(1) per node evicted or passed over, no scan of the tree.
  */
 import type { RoutingText } from '../contracts/routing-text.ts';
 import { ownCopy } from './tree-labels.ts';
@@ -35,7 +37,7 @@ export interface PrefixMatch {
 /** What the tree holds, counted row by row (tests and the memory benchmark). */
 export interface TreeStats {
   nodes: number;
-  /** Nodes in the recency list (always `nodes`). */
+  /** Nodes in the recency list: every leaf, and inner nodes used directly since eviction passed them. */
   listed: number;
   innerNodes: number;
   tenantEntries: number;
@@ -134,21 +136,26 @@ export class RadixTree {
   /** Adds `text` for `tenant` along the last walk: a node matched in part is split, the rest is a new leaf. */
   private record(text: TextReader, tenant: string): void {
     const rows = this.rows;
+    const { path, ends } = this;
     const t = rows.tenants.numberOf(tenant, rows.capacity);
-    let node = ROOT;
-    let pos = 0;
     let n = this.walked;
-    for (let i = 0; i < n; i++) {
-      let row = this.path[i] as number;
-      const end = this.ends[i] as number;
-      if (end - pos < (rows.labels[row] as string).length) {
-        row = this.split(row, end - pos);
-        this.path[i] = row;
-      }
-      if (!rows.tenants.has(row, t)) rows.tenants.add(row, t, (rows.labels[row] as string).length);
-      node = row;
-      pos = end;
+    const last = n - 1;
+    // Only the last row of a walk can be matched in part.
+    if (last >= 0) {
+      const row = path[last] as number;
+      const from = last > 0 ? (ends[last - 1] as number) : 0;
+      const matched = (ends[last] as number) - from;
+      if (matched < (rows.labels[row] as string).length) path[last] = this.split(row, matched);
     }
+    // A tenant of a node holds every ancestor: from the deepest row it holds up, nothing to add.
+    let held = last;
+    while (held >= 0 && !rows.tenants.has(path[held] as number, t)) held--;
+    for (let i = held + 1; i < n; i++) {
+      const row = path[i] as number;
+      rows.tenants.add(row, t, (rows.labels[row] as string).length);
+    }
+    const node = last >= 0 ? (path[last] as number) : ROOT;
+    const pos = last >= 0 ? (ends[last] as number) : 0;
     if (pos < text.length) {
       const label = text.rest(pos);
       const leaf = rows.add(node, label);
@@ -158,12 +165,12 @@ export class RadixTree {
       if (n === this.path.length) this.growWalk();
       this.path[n++] = leaf;
     }
-    // Deepest first: each node ends up newer than every node below it.
-    for (let i = n - 1; i >= 0; i--) rows.makeNewest(this.path[i] as number);
+    // The node the text ended at is the one used; its ancestors are in use through it.
+    if (n > 0) rows.makeNewest(this.path[n - 1] as number);
     this.walked = 0;
   }
 
-  /** Splits `row` after `at` characters; returns the new upper row (same tenants, listed by the caller). */
+  /** Splits `row` after `at` characters; returns the new upper row (same tenants; unlisted, as it has a child). */
   private split(row: number, at: number): number {
     const rows = this.rows;
     const label = rows.labels[row] as string;
@@ -182,10 +189,10 @@ export class RadixTree {
   evict(targetChars: number, targetBytes = Number.POSITIVE_INFINITY): void {
     const rows = this.rows;
     while ((this.chars > targetChars || this.bytes > targetBytes) && rows.oldest !== NONE) {
-      const leaf = rows.oldest;
-      // Always a leaf (see the recency list above); were it not, its subtree would go whole.
-      if (rows.kidsOf(leaf) === 0) this.drop(leaf);
-      else for (const r of rows.subtree(leaf)) this.drop(r);
+      const oldest = rows.oldest;
+      // A node with children is in use through them: out of the list, not out of the tree.
+      if (rows.kidsOf(oldest) === 0) this.drop(oldest);
+      else rows.unlist(oldest);
     }
   }
 
@@ -228,6 +235,7 @@ export class RadixTree {
       const label = rows.labels[r] as string;
       out.nodes++;
       if (rows.kidsOf(r) > 0) out.innerNodes++;
+      else if (!rows.isListed(r)) throw new Error('prefix tree: a leaf is not in the recency list');
       out.tenantEntries += rows.tenants.count(r);
       out.chars += label.length;
       labelTotal += labelBytes(label);

@@ -7,7 +7,8 @@
  *
  * Linear probing, grown to twice the slots when more than half are used; a removal shifts later
  * entries of the probe run back (no tombstones, so lookups never slow down with churn). A row's
- * key must not change while it is in the table: remove it first, change it, add it again.
+ * key must not change while it is in the table: remove it first (or `replace` it with a row
+ * taking its key over), change it, add it again.
  */
 
 /** Where an edge's key is read from: the child row's parent and its label's first code unit. */
@@ -61,6 +62,15 @@ export class ChildIndex {
     while (s[i] !== EMPTY) i = (i + 1) & this.mask;
     s[i] = child;
     this.used++;
+  }
+
+  /** Puts `child` where `old` was: `child` has the key `old` was added with (`old` then has none). */
+  replace(old: number, child: number): void {
+    const s = this.slots;
+    let i = this.home(this.keys.parentOf(child), this.keys.codeOf(child));
+    for (; s[i] !== old; i = (i + 1) & this.mask)
+      if (s[i] === EMPTY) throw new Error('prefix tree: replacing an edge that is not there');
+    s[i] = child;
   }
 
   /** Removes `child` (its key still as it was added). */

@@ -73,12 +73,11 @@ export class TreeRows implements EdgeKeys {
    */
   insertAbove(row: number, upperLabel: string, lowerLabel: string): number {
     const upper = this.take();
-    this.children.delete(row); // its key changes
     this.set(upper, PARENT, this.get(row, PARENT));
     this.set(upper, CODE, this.get(row, CODE));
     this.labels[upper] = upperLabel;
     this.set(upper, KIDS, 1);
-    this.children.add(upper);
+    this.children.replace(row, upper); // the same edge (parent, first code unit), a new child
     this.set(row, PARENT, upper);
     this.set(row, CODE, lowerLabel.charCodeAt(0));
     this.labels[row] = lowerLabel;
@@ -86,12 +85,18 @@ export class TreeRows implements EdgeKeys {
     return upper;
   }
 
-  /** Frees a leaf whose tenants are gone: unlinks it from its parent and the recency list. */
+  /**
+   * Frees a leaf whose tenants are gone: unlinks it from its parent and the recency list. A parent
+   * left without children and not listed (eviction passed over it) is listed at the oldest end: it
+   * was last used through the leaf that just went, the oldest of all.
+   */
   remove(leaf: number): void {
     const parent = this.get(leaf, PARENT);
     this.children.delete(leaf);
-    this.set(parent, KIDS, this.get(parent, KIDS) - 1);
+    const kids = this.get(parent, KIDS) - 1;
+    this.set(parent, KIDS, kids);
     this.unlist(leaf);
+    if (kids === 0 && parent !== ROOT && !this.isListed(parent)) this.makeOldest(parent);
     this.set(leaf, PARENT, FREE);
     this.labels[leaf] = '';
     this.set(leaf, NEWER, this.freeHead);
@@ -110,6 +115,19 @@ export class TreeRows implements EdgeKeys {
     this.newest = row;
   }
 
+  private makeOldest(row: number): void {
+    const oldest = this.oldest;
+    this.set(row, NEWER, oldest);
+    if (oldest !== NONE) this.set(oldest, OLDER, row);
+    else this.newest = row;
+    this.oldest = row;
+  }
+
+  /** Whether `row` is in the recency list. */
+  isListed(row: number): boolean {
+    return this.get(row, OLDER) !== NONE || this.get(row, NEWER) !== NONE || this.oldest === row;
+  }
+
   /** Calls `fn` with every row in use but the root. */
   eachLive(fn: (row: number) => void): void {
     for (let r = 1; r < this.high; r++) if (this.parentOf(r) >= 0) fn(r);
@@ -120,20 +138,6 @@ export class TreeRows implements EdgeKeys {
     let n = 0;
     for (let r = this.oldest; r !== NONE; r = this.get(r, NEWER)) n++;
     return n;
-  }
-
-  /** `row` and its descendants, deepest first (a scan: for the rare eviction of an inner node). */
-  subtree(row: number): number[] {
-    const inside: number[] = [];
-    this.eachLive((r) => {
-      for (let a = r; a !== NONE; a = this.parentOf(a)) {
-        if (a === row) {
-          inside.push(r);
-          return;
-        }
-      }
-    });
-    return this.deepestFirst(inside);
   }
 
   /** `rows` ordered deepest first, so each is a leaf when its turn comes if they form whole subtrees. */
@@ -163,11 +167,11 @@ export class TreeRows implements EdgeKeys {
     this.high = 1;
   }
 
-  private unlist(row: number): void {
+  /** Takes `row` out of the recency list (nothing if it is not in it). */
+  unlist(row: number): void {
+    if (!this.isListed(row)) return;
     const older = this.get(row, OLDER);
     const newer = this.get(row, NEWER);
-    const listed = older !== NONE || newer !== NONE || this.oldest === row;
-    if (!listed) return;
     if (older !== NONE) this.set(older, NEWER, newer);
     else this.oldest = newer;
     if (newer !== NONE) this.set(newer, OLDER, older);
