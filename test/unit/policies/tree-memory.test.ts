@@ -83,7 +83,7 @@ describe('prefix tree memory estimate', () => {
     }
     const stats = t.stats();
     expect(stats.bytes).toBe(t.bytes);
-    // Every leaf is listed (stats() checks it); inner nodes are once eviction passed them over.
+    // Every leaf is listed (stats() checks it); an inner node is not once eviction passed it over.
     expect(stats.listed).toBeGreaterThanOrEqual(stats.nodes - stats.innerNodes);
     expect(stats.listed).toBeLessThanOrEqual(stats.nodes);
     t.removeTenant('w0');
