@@ -156,8 +156,13 @@ describe('router processes sharing one fleet', () => {
 
   it('sticky_least_loaded: sessions keep their engines across replicas, and through a replica killed mid-run', async () => {
     engines = await startEngines(3, { tokens: 400, ttftMs: 1, itlMs: 10 });
-    const rs = await replicas(3, ['--policy', 'sticky_least_loaded']);
+    // A store call slower than its timeout (a busy machine) decides on local state by design, and
+    // a replica routes only to engines it has found healthy: neither is what this test is about.
+    const rs = await replicas(3, ['--policy', 'sticky_least_loaded', '--state-store-timeout-ms', '5000']);
     const [r0, r1, r2] = rs as [RouterProcess, RouterProcess, RouterProcess];
+    await vi.waitFor(async () => {
+      for (const r of rs) expect((await workers(r)).filter((w) => w.healthy)).toHaveLength(engines.length);
+    }, POLL);
     const convs = Array.from({ length: 6 }, (_, k) => conversation(`s${k}`));
     // Each new session's first request reaches all three replicas at once, each in its own order.
     const firsts = await Promise.all(
