@@ -12,8 +12,9 @@
  * Per target and repeat: non-streaming c32 requests/s and p50/p99 (zero-latency engines); the
  * proxy's CPU time per request (its threads' run time from /proc over CPU_REQUESTS requests at
  * c32, after as many unmeasured ones); streaming time to the first body chunk at c1 and c32
- * (engines: first token after 5 ms, then one every 2 ms, 16 tokens). The router runs from dist/node/main.js with its defaults (info log
- * line per request) plus --policy; repeats interleave the targets.
+ * (engines: first token after 5 ms, then one every 2 ms, 16 tokens). The router runs from
+ * dist/node/main.js with its defaults (info log line per request) plus --policy; repeats
+ * interleave the targets.
  * Then the CPU table that the noise of a shared VM cannot skew as much: every target running at
  * once, BURSTS closed-loop bursts of BURST_REQUESTS requests at c32 sent to each in turn
  * (overhead-interleave.ts), each burst's CPU per request divided by the floor's in the same burst;

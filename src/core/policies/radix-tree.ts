@@ -170,7 +170,10 @@ export class RadixTree {
     this.walked = 0;
   }
 
-  /** Splits `row` after `at` characters; returns the new upper row (same tenants; unlisted, as it has a child). */
+  /**
+   * Splits `row` after `at` characters; returns the new upper row (same tenants; unlisted, as it
+   * has a child).
+   */
   private split(row: number, at: number): number {
     const rows = this.rows;
     const label = rows.labels[row] as string;
