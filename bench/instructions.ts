@@ -1,7 +1,7 @@
 /**
  * Instructions per request, counted by valgrind's callgrind: what one change costs the router,
  * free of a shared machine's noise. CPU time on these VMs swings by ±30 % from one burst to the
- * next; an instruction count is the same, run after run, to about 1 %, whatever else the machine
+ * next; an instruction count is the same, run after run, to 1-2.5 %, whatever else the machine
  * is doing. It is not a time (cache misses and stalls are not in it), so it tells whether a change
  * removed work, not how long the work took.
  *
@@ -9,6 +9,21 @@
  *                                                  # against the working tree's dist/ (build first)
  *   SHORT=500 LONG=3000 REPEATS=2 C=8 POLICY=cache_aware STREAM=1 npm run bench:instructions -- HEAD~1
  *   FLOOR=1 npm run bench:instructions -- HEAD~1   # the minimal undici proxy (bench/floor-proxy.ts) too
+ *   SIZE=8192 npm run bench:instructions -- HEAD~1 # chats of about 8 KB, 8 system prompts, every
+ *                                                  # user turn new (bench:ab's, prompt-words.ts)
+ *   POLICY_B=round_robin npm run bench:instructions   # no revision: the working tree's dist/ with
+ *                                                     # POLICY, then with POLICY_B
+ *   CACHE_SIM=1 npm run bench:instructions -- HEAD~1  # callgrind's cache simulation too: first-level
+ *                                                     # and last-level data misses per request (LL=
+ *                                                     # 1048576,16,64 by default: what stays in a core's
+ *                                                     # own cache, not a shared L3; LL_CACHE to change)
+ *   NODE_FLAGS='--no-concurrent-recompilation' ...   # node flags for every run
+ *   KEEP_LOGS=1 ...                                  # keep the callgrind files (callgrind_annotate)
+ *
+ * Each run's count is also split by kind of code (callgrind-split.ts): in the counted requests V8
+ * is still optimizing (over half of the instructions between the 500th and the 3,000th request)
+ * and much of the rest still runs in its lower tiers, so the counts describe a process early in
+ * its life; the column without the compiler comes closer to a request's own work.
  *
  * Each router runs under callgrind (all its threads: the JIT compilers and the collector's helpers
  * count too) in front of two simulated engines, takes SHORT requests from C closed-loop clients
@@ -16,25 +31,36 @@
  * exit. What is left after subtracting the short run from the long one is (LONG − SHORT) requests
  * at steady state: startup, warm-up and shutdown cancel out. Runs alternate between the two builds;
  * each figure is the median of REPEATS. Under callgrind a request takes about 15 ms: a run of the
- * defaults takes about 8 minutes.
+ * defaults takes about 8 minutes (twice that with CACHE_SIM=1). Simulated misses are not a time
+ * either, but unlike CPU time here they are the same run after run: they tell whether a change made
+ * a request touch memory that is not in cache less often.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { instructionsByKind, KINDS, type Kind } from './callgrind-split.ts';
 import { median } from './overhead-interleave.ts';
 import { closedLoop } from './overhead-load.ts';
 import { answeringAt, spawnServer, startEngine, WORK_DIR } from './overhead-procs.ts';
+import { chatBodies } from './prompt-words.ts';
 import { buildRevision, ROOT } from './revision.ts';
-import { hasCommand } from './support.ts';
+import { flagsOf, hasCommand } from './support.ts';
 
 const SHORT = Number(process.env.SHORT ?? 500);
 const LONG = Number(process.env.LONG ?? 3000);
 const REPEATS = Number(process.env.REPEATS ?? 2);
 const C = Number(process.env.C ?? 8);
 const POLICY = process.env.POLICY ?? 'cache_aware';
+const POLICY_B = process.env.POLICY_B;
 const STREAM = process.env.STREAM === '1';
+const SIZE = Number(process.env.SIZE ?? 0);
+const CACHE_SIM = process.env.CACHE_SIM === '1';
+const LL_CACHE = process.env.LL_CACHE ?? '1048576,16,64';
+/** Node's own flags for every run (NODE_FLAGS='--no-concurrent-recompilation'). */
+const NODE_FLAGS = flagsOf(process.env.NODE_FLAGS);
 const base = process.argv[2];
-if (!base || !(LONG > SHORT)) {
+if ((!base && !POLICY_B) || !(LONG > SHORT)) {
   console.error('usage: [SHORT=500 LONG=3000] npm run bench:instructions -- <git revision>');
+  console.error('       POLICY_B=round_robin npm run bench:instructions   (two policies, one build)');
   process.exit(2);
 }
 if (!hasCommand('valgrind')) {
@@ -42,7 +68,7 @@ if (!hasCommand('valgrind')) {
   process.exit(2);
 }
 
-const body = JSON.stringify({
+const shortBody = JSON.stringify({
   model: 'sim-model',
   stream: STREAM,
   max_tokens: 16,
@@ -51,68 +77,121 @@ const body = JSON.stringify({
     { role: 'user', content: 'Say hello to the benchmark in a few words.' },
   ],
 });
+/** Every run gets the same requests in the same order (a fresh generator of the same seed). */
+const bodyOfRun = () =>
+  SIZE > 0 && !STREAM ? chatBodies(SIZE, { systemPrompts: 8, turns: 0, seed: 7 }) : shortBody;
+
+/**
+ * What callgrind counted in one run: instructions (all, and by kind of code: callgrind-split.ts),
+ * and with CACHE_SIM=1 the data misses.
+ */
+type Counts = Record<Kind, number> & { ir: number; d1: number; ll: number };
 
 let runs = 0;
 /** The floor's stand-in for a build's root. */
 const FLOOR = 'floor';
 const listening = (output: string) => / listening on (http:\/\/[^\s"]+)/.exec(output)?.[1];
 
-/** One router from `root` under callgrind, sent `count` requests, then stopped: its instruction total. */
-async function countRun(root: string, engines: string[], count: number): Promise<number> {
+function countsOf(file: string, name: string): Counts {
+  const text = readFileSync(file, 'utf8');
+  const events = /^events: (.+)$/m.exec(text)?.[1]?.trim().split(/\s+/);
+  const totals = /^totals: (.+)$/m.exec(text)?.[1]?.trim().split(/\s+/).map(Number);
+  if (!events || !totals) throw new Error(`${name}: no totals in ${file}`);
+  const of = (event: string) => totals[events.indexOf(event)] ?? 0;
+  const misses = { d1: of('D1mr') + of('D1mw'), ll: of('DLmr') + of('DLmw') };
+  return { ir: of('Ir'), ...misses, ...instructionsByKind(file) };
+}
+
+/** One router from `root` under callgrind, sent `count` requests, then stopped: what was counted. */
+async function countRun(root: string, policy: string, engines: string[], count: number): Promise<Counts> {
   const name = `run-${++runs}`;
   const out = join(WORK_DIR, `${name}.callgrind`);
   const { url, ready } = answeringAt('/readiness', true);
   const port = new URL(url).port;
-  const tool = ['--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath];
+  const sim = CACHE_SIM ? ['--cache-sim=yes', `--LL=${LL_CACHE}`] : [];
+  const tool = ['--tool=callgrind', ...sim, `--callgrind-out-file=${out}`, process.execPath, ...NODE_FLAGS];
   const router = [
     join(root, 'dist/node/main.js'),
-    ...['--host', '127.0.0.1', '--port', port, '--prometheus-port', '0', '--policy', POLICY],
+    ...['--host', '127.0.0.1', '--port', port, '--prometheus-port', '0', '--policy', policy],
     ...['--worker-urls', ...engines],
   ];
   const floor = ['--import', 'tsx', join(ROOT, 'bench/floor-proxy.ts'), port, engines.join(',')];
   const args = [...tool, ...(root === FLOOR ? floor : router)];
   const server = await spawnServer(name, 'valgrind', args, root === FLOOR ? listening : ready, 0, 300_000);
-  const load = await closedLoop(server.url, body, C, count);
+  const load = await closedLoop(server.url, bodyOfRun(), C, count);
   await server.stop();
   if (load.errors > 0) throw new Error(`${name}: ${load.errors} of ${count} requests failed`);
-  const totals = /^totals: (\d+)/m.exec(readFileSync(out, 'utf8'));
-  if (!totals) throw new Error(`${name}: no totals in ${out}`);
-  return Number(totals[1]);
+  return countsOf(out, name);
 }
 
-const built = buildRevision(base);
+interface Target {
+  name: string;
+  root: string;
+  policy: string;
+  short: Counts[];
+  long: Counts[];
+}
+
+const built = base ? buildRevision(base) : undefined;
 try {
   const engines = [await startEngine(ROOT, 'e1', 1), await startEngine(ROOT, 'e2', 1)];
   const urls = engines.map((e) => e.url);
-  const targets = [
-    { name: `base ${base}`, root: built.dir, short: [] as number[], long: [] as number[] },
-    { name: 'working tree', root: ROOT, short: [] as number[], long: [] as number[] },
-  ];
-  if (process.env.FLOOR === '1') targets.push({ name: 'floor', root: FLOOR, short: [], long: [] });
+  const target = (name: string, root: string, policy: string): Target => ({
+    name,
+    root,
+    policy,
+    short: [],
+    long: [],
+  });
+  const targets =
+    built === undefined
+      ? [target(POLICY, ROOT, POLICY), target(POLICY_B as string, ROOT, POLICY_B as string)]
+      : [target(`base ${base}`, built.dir, POLICY), target('working tree', ROOT, POLICY)];
+  if (process.env.FLOOR === '1') targets.push(target('floor', FLOOR, ''));
+  const what = SIZE > 0 && !STREAM ? `${SIZE}-character chats` : 'short chats';
+  const policies = built === undefined ? `${POLICY} and ${POLICY_B}` : POLICY;
   console.log(
-    `callgrind, ${STREAM ? 'streamed' : 'non-streaming'} chats at c${C}, ${POLICY}: ${SHORT} and ${LONG} requests per run, ${REPEATS} repeats`,
+    `callgrind${CACHE_SIM ? ` with cache simulation (LL ${LL_CACHE})` : ''}, ${STREAM ? 'streamed' : 'non-streaming'} ${what} at c${C}, ${policies}: ${SHORT} and ${LONG} requests per run, ${REPEATS} repeats`,
   );
   for (let r = 0; r < REPEATS; r++) {
-    // Alternating which build goes first, so neither always runs on a fresher machine.
+    // Alternating which target goes first, so neither always runs on a fresher machine.
     for (const t of r % 2 === 0 ? targets : [...targets].reverse()) {
-      t.short.push(await countRun(t.root, urls, SHORT));
-      t.long.push(await countRun(t.root, urls, LONG));
-      console.log(`[${r + 1}/${REPEATS}] ${t.name}: ${t.short.at(-1)} and ${t.long.at(-1)} instructions`);
+      t.short.push(await countRun(t.root, t.policy, urls, SHORT));
+      t.long.push(await countRun(t.root, t.policy, urls, LONG));
+      console.log(
+        `[${r + 1}/${REPEATS}] ${t.name}: ${t.short.at(-1)?.ir} and ${t.long.at(-1)?.ir} instructions`,
+      );
     }
   }
-  const perRequest = (t: (typeof targets)[number]) => (median(t.long) - median(t.short)) / (LONG - SHORT);
-  const baseline = perRequest(targets[0] as (typeof targets)[number]);
-  console.log('\n| router | instructions per request | ÷ base | per-run spread (long runs) |');
-  console.log('|---|---:|---:|---:|');
+  const perRequest = (t: Target, k: keyof Counts) =>
+    (median(t.long.map((c) => c[k])) - median(t.short.map((c) => c[k]))) / (LONG - SHORT);
+  const first = targets[0] as Target;
+  const cells = (t: Target, k: keyof Counts) =>
+    `${Math.round(perRequest(t, k)).toLocaleString('en')} | ${(perRequest(t, k) / perRequest(first, k)).toFixed(3)}`;
+  const simHead = CACHE_SIM ? ' D1 data misses | ÷ first | LL data misses | ÷ first |' : '';
+  console.log(`\n| router | instructions per request | ÷ first | per-run spread (long runs) |${simHead}`);
+  console.log(`|---|---:|---:|---:|${CACHE_SIM ? '---:|---:|---:|---:|' : ''}`);
   for (const t of targets) {
-    const per = perRequest(t);
-    const spread = (Math.max(...t.long) - Math.min(...t.long)) / (LONG - SHORT);
+    const long = t.long.map((c) => c.ir);
+    const spread = (Math.max(...long) - Math.min(...long)) / (LONG - SHORT);
+    const sim = CACHE_SIM ? ` ${cells(t, 'd1')} | ${cells(t, 'll')} |` : '';
+    console.log(`| ${t.name} | ${cells(t, 'ir')} | ±${Math.round(spread / 2).toLocaleString('en')} |${sim}`);
+  }
+  // V8's optimizing compiler is still at work in the counted requests: without it, the count
+  // comes closer to a request's own work.
+  console.log('\nBy kind of code (bench/callgrind-split.ts), instructions per request and ÷ first:\n');
+  console.log(`| router | ${KINDS.join(' | ')} | all but the compiler |`);
+  console.log(`|---|${KINDS.map(() => '---:|').join('')}---:|`);
+  for (const t of targets) {
+    const steady = KINDS.filter((k) => k !== 'compiler').reduce((n, k) => n + perRequest(t, k), 0);
+    const steadyFirst = KINDS.filter((k) => k !== 'compiler').reduce((n, k) => n + perRequest(first, k), 0);
+    const kinds = KINDS.map((k) => cells(t, k).replace(' | ', ' (') + ')');
     console.log(
-      `| ${t.name} | ${Math.round(per).toLocaleString('en')} | ${(per / baseline).toFixed(3)} | ±${Math.round(spread / 2).toLocaleString('en')} |`,
+      `| ${t.name} | ${kinds.join(' | ')} | ${Math.round(steady).toLocaleString('en')} (${(steady / steadyFirst).toFixed(3)}) |`,
     );
   }
   for (const e of engines) await e.stop();
 } finally {
-  built.remove();
+  built?.remove();
 }
 process.exit(0);
