@@ -28,8 +28,8 @@
  * Each router runs under callgrind (all its threads: the JIT compilers and the collector's helpers
  * count too) in front of two simulated engines, takes SHORT requests from C closed-loop clients
  * in one run and LONG in another, and is stopped; a run's total is its instructions from start to
- * exit. What is left after subtracting the short run from the long one is (LONG − SHORT) requests
- * at steady state: startup, warm-up and shutdown cancel out. Runs alternate between the two builds;
+ * exit. What is left after subtracting the short run from the long one is (LONG − SHORT) requests:
+ * startup and shutdown cancel out, warm-up only in part (above). Runs alternate between the two builds;
  * each figure is the median of REPEATS. Under callgrind a request takes about 15 ms: a run of the
  * defaults takes about 8 minutes (twice that with CACHE_SIM=1). Simulated misses are not a time
  * either, but unlike CPU time here they are the same run after run: they tell whether a change made
