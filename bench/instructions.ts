@@ -9,16 +9,16 @@
  *                                                  # against the working tree's dist/ (build first)
  *   SHORT=500 LONG=3000 REPEATS=2 C=8 POLICY=cache_aware STREAM=1 npm run bench:instructions -- HEAD~1
  *   FLOOR=1 npm run bench:instructions -- HEAD~1   # the minimal undici proxy (bench/floor-proxy.ts) too
- *   SIZE=8192 npm run bench:instructions -- HEAD~1 # chats of about 8 KB, 8 system prompts, every
- *                                                  # user turn new (bench:ab's, prompt-words.ts)
- *   POLICY_B=round_robin npm run bench:instructions   # no revision: the working tree's dist/ with
- *                                                     # POLICY, then with POLICY_B
- *   CACHE_SIM=1 npm run bench:instructions -- HEAD~1  # callgrind's cache simulation too: first-level
- *                                                     # and last-level data misses per request (LL=
- *                                                     # 1048576,16,64 by default: what stays in a core's
- *                                                     # own cache, not a shared L3; LL_CACHE to change)
- *   NODE_FLAGS='--no-concurrent-recompilation' ...   # node flags for every run
- *   KEEP_LOGS=1 ...                                  # keep the callgrind files (callgrind_annotate)
+ *   SIZE=8192 npm run bench:instructions -- HEAD~1  # chats of about 8 KB, 8 system prompts,
+ *                                                   # every user turn new (as bench:ab sends)
+ *   POLICY_B=round_robin npm run bench:instructions # no revision: the working tree's dist/
+ *                                                   # with POLICY, then with POLICY_B
+ *   CACHE_SIM=1 npm run bench:instructions -- HEAD~1  # callgrind's cache simulation: first- and
+ *                                                     # last-level data misses per request (last
+ *                                                     # level 1048576,16,64: a core's own cache,
+ *                                                     # not a shared L3; LL_CACHE to change it)
+ *   NODE_FLAGS='--no-concurrent-recompilation' ...    # node flags for every run
+ *   KEEP_LOGS=1 ...                                   # keep the callgrind files
  *
  * Each run's count is also split by kind of code (callgrind-split.ts): in the counted requests V8
  * is still optimizing (over half of the instructions between the 500th and the 3,000th request)
@@ -29,11 +29,11 @@
  * count too) in front of two simulated engines, takes SHORT requests from C closed-loop clients
  * in one run and LONG in another, and is stopped; a run's total is its instructions from start to
  * exit. What is left after subtracting the short run from the long one is (LONG − SHORT) requests:
- * startup and shutdown cancel out, warm-up only in part (above). Runs alternate between the two builds;
- * each figure is the median of REPEATS. Under callgrind a request takes about 15 ms: a run of the
- * defaults takes about 8 minutes (twice that with CACHE_SIM=1). Simulated misses are not a time
- * either, but unlike CPU time here they are the same run after run: they tell whether a change made
- * a request touch memory that is not in cache less often.
+ * startup and shutdown cancel out, warm-up only in part (above). Runs alternate between the two
+ * builds; each figure is the median of REPEATS. Under callgrind a request takes about 15 ms: a run
+ * of the defaults takes about 8 minutes (twice that with CACHE_SIM=1). Simulated misses are not a
+ * time either; they varied by 2-3 % between two runs of one build (CPU time here: ±30 %), so they
+ * show whether a change made a request touch uncached memory much less often, not a little.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
