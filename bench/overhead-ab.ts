@@ -24,6 +24,7 @@ import { interleavedBursts, mean, median } from './overhead-interleave.ts';
 import { closedLoop } from './overhead-load.ts';
 import { answeringAt, type Server, spawnServer, startEngine, startFloor } from './overhead-procs.ts';
 import { chatBodies } from './prompt-words.ts';
+import { intervalText } from './ratio-interval.ts';
 import { buildRevision, ROOT } from './revision.ts';
 import { shortChat } from './support.ts';
 
@@ -84,11 +85,14 @@ try {
   const { cpu, rps } = await interleavedBursts(servers, body, { bursts: BURSTS, n: N, c: C, warmup: 0 });
   const floorCpu = mean(cpu[0] as number[]);
   const baseCpu = mean(cpu[1] as number[]);
-  console.log('\n| proxy | CPU µs/request (mean) | ÷ floor | ÷ base | req/s (median) |');
-  console.log('|---|---:|---:|---:|---:|');
+  console.log(
+    '\n| proxy | CPU µs/request (mean) | ÷ floor | ÷ base | ÷ base, 90 % interval | req/s (median) |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|');
   servers.forEach((s, i) => {
     const c = mean(cpu[i] as number[]);
-    const cells = [c.toFixed(1), (c / floorCpu).toFixed(2), (c / baseCpu).toFixed(2)];
+    const interval = i === 1 ? '–' : intervalText(cpu[i] as number[], cpu[1] as number[], 2);
+    const cells = [c.toFixed(1), (c / floorCpu).toFixed(2), (c / baseCpu).toFixed(2), interval];
     console.log(`| ${s.name} | ${cells.join(' | ')} | ${median(rps[i] as number[]).toFixed(0)} |`);
   });
   console.log(

@@ -51,6 +51,7 @@ import {
   WORK_DIR,
 } from './overhead-procs.ts';
 import { printTable, type Run } from './overhead-report.ts';
+import { intervalText } from './ratio-interval.ts';
 import { shortChat } from './support.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -134,19 +135,23 @@ async function interleavedTable(engines: Server[]): Promise<void> {
     const floor = TARGETS.indexOf('floor');
     console.log(
       `\nCPU per request, all targets running at once, ${BURSTS} interleaved bursts of ${BURST_REQUESTS} ` +
-        'requests at c32 (÷ floor: of the means; range: the per-burst ratios, min–max):\n',
+        'requests at c32 (÷ floor: of the means, with its 90 % interval over the rounds; range: the ' +
+        'per-burst ratios, min–max):\n',
     );
-    console.log('| target | CPU µs/request (mean) | CPU ÷ floor | per-burst range | req/s (median) |');
-    console.log('|---|---:|---:|---:|---:|');
+    console.log(
+      '| target | CPU µs/request (mean) | CPU ÷ floor | 90 % interval | per-burst range | req/s (median) |',
+    );
+    console.log('|---|---:|---:|---:|---:|---:|');
     const floorCpu = floor < 0 ? [] : (cpu[floor] as number[]);
     TARGETS.forEach((t, i) => {
       const mine = cpu[i] as number[];
       const ratios = mine.map((v, b) => v / (floorCpu[b] as number));
       const cells =
         floor < 0
-          ? ['–', '–']
+          ? ['–', '–', '–']
           : [
               (mean(mine) / mean(floorCpu)).toFixed(2),
+              intervalText(mine, floorCpu, 2),
               `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`,
             ];
       console.log(

@@ -17,7 +17,8 @@
  * size, and spreads the system prompts over both engines as it would in production (TURNS=k: the
  * turns cycle through k texts instead, so once warm the tree stops growing: what inserting costs is
  * the difference). Reported: CPU per request (each thread's run time from /proc) per proxy,
- * `cache_aware` ÷ `round_robin` of the means and per burst, and requests/s (median of the bursts);
+ * `cache_aware` ÷ `round_robin` of the means with its 90 % interval (a bootstrap over the rounds,
+ * overhead-interleave.ts) and the per-burst range, and requests/s (median of the bursts);
  * then what each proxy's garbage collector did (V8's trace: young collections, their pauses and
  * what they promoted, full collections). At saturation the router's throughput is the inverse of
  * its CPU per request, so the CPU ratio is the throughput cost.
@@ -40,6 +41,7 @@ import {
   WORK_DIR,
 } from './overhead-procs.ts';
 import { chatBodies } from './prompt-words.ts';
+import { intervalText } from './ratio-interval.ts';
 import { flagsOf } from './support.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -88,7 +90,8 @@ function gcRow(size: string, s: Server, from: number): string {
 
 const ratioCell = (a: number[], b: number[]) => {
   const per = a.map((v, i) => v / (b[i] as number));
-  return `${(mean(a) / mean(b)).toFixed(3)} (${Math.min(...per).toFixed(2)}–${Math.max(...per).toFixed(2)})`;
+  const range = `${Math.min(...per).toFixed(2)}–${Math.max(...per).toFixed(2)}`;
+  return `${(mean(a) / mean(b)).toFixed(3)} (${intervalText(a, b)}; ${range})`;
 };
 
 if (process.env.SKIP_BUILD !== '1') execFileSync(process.execPath, [join(ROOT, 'scripts/build.mjs')]);
@@ -108,7 +111,7 @@ try {
       `${SYSTEM_PROMPTS} system prompts, ${TURNS > 0 ? `user turns cycling through ${TURNS}` : 'every user turn new'}; ${PIN ? 'proxies on CPU 0' : 'no pinning'}\n`,
   );
   console.log(
-    `| prompt | floor CPU µs | ${A} CPU µs | ${B} CPU µs | CPU ${A} ÷ ${B} (per-burst range) | req/s ${A} / ${B} | req/s ratio |`,
+    `| prompt | floor CPU µs | ${A} CPU µs | ${B} CPU µs | CPU ${A} ÷ ${B} (90 % interval; per-burst range) | req/s ${A} / ${B} | req/s ratio |`,
   );
   console.log('|---|---:|---:|---:|---:|---:|---:|');
   const gcRows: string[] = [];
