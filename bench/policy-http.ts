@@ -18,7 +18,7 @@
  * turns cycle through k texts instead, so once warm the tree stops growing: what inserting costs is
  * the difference). Reported: CPU per request (each thread's run time from /proc) per proxy,
  * `cache_aware` ÷ `round_robin` of the means with its 90 % interval (a bootstrap over the rounds,
- * overhead-interleave.ts) and the per-burst range, and requests/s (median of the bursts);
+ * ratio-interval.ts) and the per-burst range, and requests/s (median of the bursts);
  * then what each proxy's garbage collector did (V8's trace: young collections, their pauses and
  * what they promoted, full collections). At saturation the router's throughput is the inverse of
  * its CPU per request, so the CPU ratio is the throughput cost.

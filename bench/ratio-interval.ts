@@ -4,8 +4,8 @@
  * A `level` (0.9: 90 %) interval for mean(a) ÷ mean(b) of paired bursts (a[i] and b[i] ran in the
  * same round): a bootstrap that resamples whole rounds, so a round the host slowed for both
  * counts for both. Seeded, so one run's figures print the same every time they are computed.
- * On these machines a burst's CPU per request swings by ±30 % while a change moves it by a few:
- * the interval says whether a ratio's distance from a target is more than the host's noise.
+ * On a shared VM one burst's CPU per request can swing by ±30 % where a change moves it by a few
+ * percent: the interval says whether a ratio's distance from a target is more than that noise.
  */
 export function ratioInterval(a: number[], b: number[], level = 0.9, resamples = 4000): [number, number] {
   let state = 12345;
