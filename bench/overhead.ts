@@ -151,7 +151,7 @@ async function interleavedTable(engines: Server[]): Promise<void> {
           ? ['–', '–', '–']
           : [
               (mean(mine) / mean(floorCpu)).toFixed(2),
-              intervalText(mine, floorCpu, 2),
+              i === floor ? '–' : intervalText(mine, floorCpu, 2),
               `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`,
             ];
       console.log(
