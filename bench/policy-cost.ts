@@ -251,7 +251,7 @@ function part2(): void {
 
 // Part 3: one walk of the tree as the prompt grows: a prompt that runs through a stored one, and
 // one that diverges inside a stored label (the bisection), with match then insert (two walks, as
-// before issue 16) against matchAndInsert (one walk, what cache_aware does).
+// before issue 16) against matchForInsert + recordMatched (one walk, what cache_aware does).
 
 const WALK_OPS = 20_000;
 
@@ -277,7 +277,11 @@ function walkRow(size: number) {
     tree.match(text, all);
     tree.insert(text, tenant(k));
   };
-  const one = (tree: RadixTree, text: string, k: number) => tree.matchAndInsert(text, all, () => tenant(k));
+  const held: string[] = [];
+  const one = (tree: RadixTree, text: string, k: number) => {
+    tree.matchForInsert(text, all, held);
+    tree.recordMatched(tenant(k));
+  };
   const out = { match: [] as number[], two: [] as number[], one: [] as number[], diverge: [] as number[] };
   for (let r = 0; r < REPEATS; r++) {
     out.match.push(timed(through, (tree, text) => tree.match(text, all)));
@@ -294,7 +298,7 @@ function part3(): void {
     `\n## One tree walk as prompts grow (${WALK_OPS} ops each, ${REPEATS} repeats: median [min-max], µs)\n`,
   );
   console.log(
-    '| prompt | match (through a stored prompt) | match + insert | matchAndInsert | match diverging inside a stored label |',
+    '| prompt | match (through a stored prompt) | match + insert | matchForInsert + recordMatched | match diverging inside a stored label |',
   );
   console.log('|---|---|---|---|---|');
   for (const size of SIZES) {

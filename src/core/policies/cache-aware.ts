@@ -22,7 +22,7 @@ import type { RouteInput } from '../contracts/fleet-api.ts';
 import { joinText, textLength, textPrefix } from '../contracts/routing-text.ts';
 import type { Policy, PolicyContext, PolicyWorker } from './policy.ts';
 import { addGaugeSource, cacheCounters } from './policy-metrics.ts';
-import { type PrefixMatch, RadixTree } from './radix-tree.ts';
+import { RadixTree } from './radix-tree.ts';
 import { tieBreakerFor } from './tie-break.ts';
 
 /** The periodic eviction brings the tree down to this fraction of --max-tree-bytes and --max-tree-size. */
@@ -42,12 +42,30 @@ function exportGauges(ctx: PolicyContext, tree: RadixTree): void {
   ctx.metrics.addCollector(() => bytes.labels(ctx.pool).set(tree.bytes));
 }
 
-/** Candidates by id: a scan for a few (no Map per request), a Map for many. */
-function candidateLookup(candidates: readonly PolicyWorker[]): (id: string) => PolicyWorker | undefined {
-  if (candidates.length <= 8) return (id) => candidates.find((w) => w.id === id);
-  const byId = new Map<string, PolicyWorker>();
-  for (const w of candidates) byId.set(w.id, w);
-  return (id) => byId.get(id);
+/**
+ * The candidates of the decision under way, by id: a scan for a few, a Map for many. One per
+ * policy, refilled by each decision and emptied after it (a decision runs to its end before the
+ * next begins), so a decision makes no lookup closure or Map of its own.
+ */
+class Candidates {
+  private list: readonly PolicyWorker[] = [];
+  private readonly byId = new Map<string, PolicyWorker>();
+
+  fill(list: readonly PolicyWorker[]): void {
+    this.list = list;
+    if (list.length > 8) for (const w of list) this.byId.set(w.id, w);
+  }
+
+  get(id: string): PolicyWorker | undefined {
+    if (this.list.length > 8) return this.byId.get(id);
+    for (const w of this.list) if (w.id === id) return w;
+    return undefined;
+  }
+
+  empty(): void {
+    this.list = [];
+    this.byId.clear();
+  }
 }
 
 export function createCacheAware(ctx: PolicyContext): Policy {
@@ -62,6 +80,11 @@ export function createCacheAware(ctx: PolicyContext): Policy {
   const counters = cacheCounters(ctx.metrics);
   let nextEviction = ctx.clock.monotonic() + intervalMs;
   let exported = false;
+  // Kept between decisions: the candidates, which of them the tree accepts, the match's tenants.
+  const current = new Candidates();
+  const accept = (id: string): boolean => current.get(id) !== undefined;
+  const held: string[] = [];
+  const holders: PolicyWorker[] = [];
 
   const spill = (candidates: readonly PolicyWorker[], chosen: PolicyWorker): PolicyWorker => {
     if (candidates.length < 2) return chosen;
@@ -95,20 +118,21 @@ export function createCacheAware(ctx: PolicyContext): Policy {
       const tracked = Math.min(length, maxTextChars);
 
       // One walk of the tree: the match decides the worker, then the text is recorded for it.
-      const byId = candidateLookup(candidates);
-      let chosen = candidates[0] as PolicyWorker;
-      const choose = (match: PrefixMatch): string => {
-        if (match.matched / tracked > cacheThreshold) {
-          counters.hits.inc();
-          chosen = ties.pick(match.tenants.map((id) => byId(id) as PolicyWorker));
-        } else {
-          counters.misses.inc();
-          chosen = ties.pick(candidates);
-        }
-        chosen = spill(candidates, chosen);
-        return chosen.id;
-      };
-      tree.matchAndInsert(text, (id) => byId(id) !== undefined, choose);
+      current.fill(candidates);
+      const matched = tree.matchForInsert(text, accept, held);
+      let chosen: PolicyWorker;
+      if (matched / tracked > cacheThreshold) {
+        counters.hits.inc();
+        for (const id of held) holders.push(current.get(id) as PolicyWorker);
+        chosen = ties.pick(holders);
+        holders.length = 0;
+      } else {
+        counters.misses.inc();
+        chosen = ties.pick(candidates);
+      }
+      current.empty();
+      chosen = spill(candidates, chosen);
+      tree.recordMatched(chosen.id);
       tree.evict(maxTreeSize, maxTreeBytes);
       ctx.sharing?.prefixRecorded(ctx.pool, joinText(text), chosen.id);
       return chosen;

@@ -53,6 +53,8 @@ export class RadixTree {
   private path = new Int32Array(64);
   private ends = new Int32Array(64);
   private walked = 0;
+  /** The text of a `matchForInsert` walk, until it is recorded or another walk begins. */
+  private walkedText: TextReader | undefined;
 
   /** Characters held by the tree. */
   get size(): number {
@@ -72,7 +74,9 @@ export class RadixTree {
   /** The longest prefix of `text` held by a tenant that `accept` takes. */
   match(text: RoutingText, accept: (tenant: string) => boolean): PrefixMatch {
     this.walk(new TextReader(text));
-    return this.best(accept);
+    const tenants: string[] = [];
+    const matched = this.best(accept, tenants);
+    return { matched, tenants };
   }
 
   /** Records that `tenant` was sent `text`. */
@@ -83,18 +87,23 @@ export class RadixTree {
   }
 
   /**
-   * `match`, then records `text` for the tenant `choose` picks given that match: what `match`
-   * followed by `insert` does, with one walk (one compare of the text with the labels) instead of
-   * two. `choose` must not use the tree.
+   * `match` that keeps its walk for `recordMatched`: a match and an insert of the same text with
+   * one walk (one compare of the text with the labels) instead of two, and no result object. The
+   * accepted tenants holding the longest prefix go into `into` (emptied first); returns the
+   * characters matched. Any other use of the tree in between voids the walk.
    */
-  matchAndInsert(
-    text: RoutingText,
-    accept: (tenant: string) => boolean,
-    choose: (match: PrefixMatch) => string,
-  ): void {
+  matchForInsert(text: RoutingText, accept: (tenant: string) => boolean, into: string[]): number {
     const reader = new TextReader(text);
     this.walk(reader);
-    this.record(reader, choose(this.best(accept)));
+    this.walkedText = reader;
+    return this.best(accept, into);
+  }
+
+  /** Records the text of the last `matchForInsert` for `tenant` (chosen given its match). */
+  recordMatched(tenant: string): void {
+    const reader = this.walkedText;
+    if (reader === undefined) throw new Error('prefix tree: recordMatched without its matchForInsert');
+    this.record(reader, tenant);
   }
 
   /** Walks `text` down from the root: fills `path`/`ends`; the last row may match only in part. */
@@ -103,6 +112,7 @@ export class RadixTree {
     let node = ROOT;
     let pos = 0;
     let n = 0;
+    this.walkedText = undefined;
     while (pos < text.length) {
       const child = children.get(node, text.codeAt(pos));
       if (child === NONE) break;
@@ -118,19 +128,17 @@ export class RadixTree {
     this.walked = n;
   }
 
-  /** Tenants of a node also hold every ancestor, so the deepest node with an accepted tenant wins. */
-  private best(accept: (tenant: string) => boolean): PrefixMatch {
-    const { tenants } = this.rows;
-    const found: string[] = [];
-    const take = (t: number): void => {
-      const id = tenants.idOf(t);
-      if (accept(id)) found.push(id);
-    };
+  /**
+   * Tenants of a node also hold every ancestor, so the deepest node with an accepted tenant wins:
+   * its accepted tenants go into `into` (emptied first); returns the characters it matches.
+   */
+  private best(accept: (tenant: string) => boolean, into: string[]): number {
+    into.length = 0;
     for (let i = this.walked - 1; i >= 0; i--) {
-      tenants.each(this.path[i] as number, take);
-      if (found.length > 0) return { matched: this.ends[i] as number, tenants: found };
+      this.rows.tenants.collect(this.path[i] as number, accept, into);
+      if (into.length > 0) return this.ends[i] as number;
     }
-    return { matched: 0, tenants: found };
+    return 0;
   }
 
   /** Adds `text` for `tenant` along the last walk: a node matched in part is split, the rest is a new leaf. */
@@ -168,6 +176,7 @@ export class RadixTree {
     // The node the text ended at is the one used; its ancestors are in use through it.
     if (n > 0) rows.makeNewest(this.path[n - 1] as number);
     this.walked = 0;
+    this.walkedText = undefined;
   }
 
   /**
@@ -204,6 +213,7 @@ export class RadixTree {
     const rows = this.rows;
     const t = rows.tenants.find(tenant);
     if (t < 0) return;
+    this.walkedText = undefined;
     const orphans: number[] = [];
     rows.eachLive((r) => {
       if (!rows.tenants.has(r, t)) return;
@@ -220,6 +230,7 @@ export class RadixTree {
     this.chars = 0;
     this.labelTotal = 0;
     this.walked = 0;
+    this.walkedText = undefined;
   }
 
   /** Counts every structure by scanning the rows (O(n): for tests and benchmarks only). */
@@ -251,6 +262,7 @@ export class RadixTree {
   /** Removes a leaf: its characters leave the tree and every tenant's count. */
   private drop(leaf: number): void {
     const rows = this.rows;
+    this.walkedText = undefined;
     const label = rows.labels[leaf] as string;
     rows.tenants.each(leaf, (t) => rows.tenants.remove(leaf, t, label.length));
     this.chars -= label.length;

@@ -85,6 +85,18 @@ export class TreeTenants {
     }
   }
 
+  /** Pushes onto `into` the id of each tenant of `row` that `accept` takes, in number order. */
+  collect(row: number, accept: (id: string) => boolean, into: string[]): void {
+    for (let w = 0; w < this.words; w++) {
+      let word = this.bits[row * this.words + w] as number;
+      while (word !== 0) {
+        const id = this.ids[w * 32 + 31 - Math.clz32(word & -word)] as string;
+        word &= word - 1;
+        if (accept(id)) into.push(id);
+      }
+    }
+  }
+
   count(row: number): number {
     let n = 0;
     this.each(row, () => n++);

@@ -110,7 +110,7 @@ describe('RadixTree', () => {
     expect(t.match('shared-a', all)).toEqual({ matched: 7, tenants: ['b'] });
   });
 
-  it('matchAndInsert decides on the match and leaves the tree as match then insert would', () => {
+  it('matchForInsert + recordMatched decide on the match and leaves the tree as match then insert would', () => {
     let seed = 99;
     const rand = () => {
       seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
@@ -126,11 +126,9 @@ describe('RadixTree', () => {
       const tenant = `w${Math.floor(rand() * 4)}`;
       const expected = twoWalks.match(text, accept);
       twoWalks.insert(text, tenant);
-      let seen: unknown;
-      oneWalk.matchAndInsert(text, accept, (m) => {
-        seen = m;
-        return tenant;
-      });
+      const tenants: string[] = [];
+      const seen = { matched: oneWalk.matchForInsert(text, accept, tenants), tenants };
+      oneWalk.recordMatched(tenant);
       expect(seen).toEqual(expected);
       if (i % 50 === 49) {
         twoWalks.evict(twoWalks.size * 0.8);

@@ -38,11 +38,9 @@ describe('routing text in parts', () => {
       const parts = cut(text, rand);
       const tenant = `w${Math.floor(rand() * 4)}`;
       expect(parted.match(parts, accept)).toEqual(joined.match(text, accept));
-      let seen: unknown;
-      parted.matchAndInsert(parts, accept, (m) => {
-        seen = m;
-        return tenant;
-      });
+      const tenants: string[] = [];
+      const seen = { matched: parted.matchForInsert(parts, accept, tenants), tenants };
+      parted.recordMatched(tenant);
       expect(seen).toEqual(joined.match(text, accept));
       joined.insert(text, tenant);
       expect(parted.match(parts, accept)).toEqual(joined.match(text, accept));
