@@ -64,7 +64,7 @@ class Candidates {
 
   empty(): void {
     this.list = [];
-    this.byId.clear();
+    if (this.byId.size > 0) this.byId.clear(); // clearing makes a new table, even for an empty Map
   }
 }
 
@@ -84,7 +84,6 @@ export function createCacheAware(ctx: PolicyContext): Policy {
   const current = new Candidates();
   const accept = (id: string): boolean => current.get(id) !== undefined;
   const held: string[] = [];
-  const holders: PolicyWorker[] = [];
 
   const spill = (candidates: readonly PolicyWorker[], chosen: PolicyWorker): PolicyWorker => {
     if (candidates.length < 2) return chosen;
@@ -123,9 +122,9 @@ export function createCacheAware(ctx: PolicyContext): Policy {
       let chosen: PolicyWorker;
       if (matched / tracked > cacheThreshold) {
         counters.hits.inc();
-        for (const id of held) holders.push(current.get(id) as PolicyWorker);
-        chosen = ties.pick(holders);
-        holders.length = 0;
+        const holder = (id: string) => current.get(id) as PolicyWorker;
+        // Most often one worker holds the prefix: no array to pick from.
+        chosen = held.length === 1 ? holder(held[0] as string) : ties.pick(held.map(holder));
       } else {
         counters.misses.inc();
         chosen = ties.pick(candidates);

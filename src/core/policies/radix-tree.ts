@@ -133,7 +133,7 @@ export class RadixTree {
    * its accepted tenants go into `into` (emptied first); returns the characters it matches.
    */
   private best(accept: (tenant: string) => boolean, into: string[]): number {
-    into.length = 0;
+    if (into.length > 0) into.length = 0;
     for (let i = this.walked - 1; i >= 0; i--) {
       this.rows.tenants.collect(this.path[i] as number, accept, into);
       if (into.length > 0) return this.ends[i] as number;
