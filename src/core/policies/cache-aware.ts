@@ -83,6 +83,7 @@ export function createCacheAware(ctx: PolicyContext): Policy {
   // Kept between decisions: the candidates, which of them the tree accepts, the match's tenants.
   const current = new Candidates();
   const accept = (id: string): boolean => current.get(id) !== undefined;
+  const holder = (id: string): PolicyWorker => current.get(id) as PolicyWorker;
   const held: string[] = [];
 
   const spill = (candidates: readonly PolicyWorker[], chosen: PolicyWorker): PolicyWorker => {
@@ -122,7 +123,6 @@ export function createCacheAware(ctx: PolicyContext): Policy {
       let chosen: PolicyWorker;
       if (matched / tracked > cacheThreshold) {
         counters.hits.inc();
-        const holder = (id: string) => current.get(id) as PolicyWorker;
         // Most often one worker holds the prefix: no array to pick from.
         chosen = held.length === 1 ? holder(held[0] as string) : ties.pick(held.map(holder));
       } else {

@@ -49,6 +49,23 @@ describe('cache_aware', () => {
     for (let i = 0; i < 6; i++) expect(pick(policy, ws, `${system(200 + i)}user: q\n`)).not.toBe('w2');
   });
 
+  it('matches among more candidates than a scan handles, and only among the candidates given', () => {
+    const { policy } = cacheAware();
+    const ws = makeWorkers(12);
+    const homes = Array.from({ length: 24 }, (_, i) => pick(policy, ws, `${system(300 + i)}user: q\n`));
+    expect(new Set(homes).size).toBe(12);
+    for (let i = 0; i < 24; i++) expect(pick(policy, ws, `${system(300 + i)}user: q\n`)).toBe(homes[i]);
+    // Without its home among the candidates, a prompt is a miss: the least-loaded of the rest.
+    const others = ws.filter((w) => w.id !== homes[0]);
+    const second = pick(policy, others, `${system(300)}user: q\n`);
+    expect(second).not.toBe(homes[0]);
+    // Now two workers hold it: either may take it.
+    expect([homes[0], second]).toContain(pick(policy, ws, `${system(300)}user: q\n`));
+    // A few candidates (a scan): a hit on the one holding the prompt, not the other.
+    const few = ws.filter((w) => w.id === homes[2] || w.id === homes[3]);
+    for (const i of [2, 3]) expect(pick(policy, few, `${system(300 + i)}user: q\n`)).toBe(homes[i]);
+  });
+
   it('treats a match at or below --cache-threshold as a miss', () => {
     const { policy } = cacheAware({ cacheThreshold: 0.5 });
     const ws = makeWorkers(2);
