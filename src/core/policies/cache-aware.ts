@@ -52,6 +52,7 @@ class Candidates {
   private readonly byId = new Map<string, PolicyWorker>();
 
   fill(list: readonly PolicyWorker[]): void {
+    this.empty(); // already empty unless the last decision threw before emptying it
     this.list = list;
     if (list.length > 8) for (const w of list) this.byId.set(w.id, w);
   }
