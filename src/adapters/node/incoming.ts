@@ -18,11 +18,14 @@ export function nodeRequestHeaders(env: unknown): IncomingHttpHeaders | undefine
  * The client's connection as the exchange watches it: 'abort' once the response closes before it
  * finished (the client left, or its connection broke). Node's response object tells that itself,
  * so the core need not touch `c.req.raw.signal`, for which @hono/node-server makes an
- * AbortController per request.
+ * AbortController per request. One `close` handler per response, added with the first listener:
+ * removing a listener only takes it off the list (the response outlives no request, and Node's
+ * `off` costs more than the rest of the watch).
  */
 export class ResponseLink implements ClientLink {
-  /** Each listener with its `close` handler (usually one: the exchange's). */
-  private readonly entries: { listener: () => void; onClose: () => void }[] = [];
+  /** The listeners to call (usually one: the exchange's). */
+  private listeners: (() => void)[] = [];
+  private watching = false;
 
   constructor(private readonly res: ServerResponse) {}
 
@@ -31,23 +34,24 @@ export class ResponseLink implements ClientLink {
   }
 
   addEventListener(_type: 'abort', listener: () => void): void {
-    if (this.entries.some((e) => e.listener === listener)) return;
-    const onClose = () => {
-      this.forget(listener);
-      if (!this.res.writableFinished) listener();
-    };
-    this.entries.push({ listener, onClose });
-    this.res.once('close', onClose);
+    if (this.listeners.includes(listener)) return;
+    this.listeners.push(listener);
+    if (this.watching) return;
+    this.watching = true;
+    this.res.once('close', () => this.closed());
   }
 
   removeEventListener(_type: 'abort', listener: () => void): void {
-    const onClose = this.forget(listener);
-    if (onClose) this.res.off('close', onClose);
+    const i = this.listeners.indexOf(listener);
+    if (i >= 0) this.listeners.splice(i, 1);
   }
 
-  private forget(listener: () => void): (() => void) | undefined {
-    const i = this.entries.findIndex((e) => e.listener === listener);
-    return i < 0 ? undefined : this.entries.splice(i, 1)[0]?.onClose;
+  /** The response closed: each listener still on the list is told, once, if it had not finished. */
+  private closed(): void {
+    const listeners = this.listeners;
+    this.listeners = [];
+    if (this.res.writableFinished) return;
+    for (const listener of listeners) listener();
   }
 }
 
