@@ -19,8 +19,8 @@ export function nodeRequestHeaders(env: unknown): IncomingHttpHeaders | undefine
  * finished (the client left, or its connection broke). Node's response object tells that itself,
  * so the core need not touch `c.req.raw.signal`, for which @hono/node-server makes an
  * AbortController per request. One `close` handler per response, added with the first listener:
- * removing a listener only takes it off the list (the response outlives no request, and Node's
- * `off` costs more than the rest of the watch).
+ * removing a listener only takes it off the list, never off the response (a `once` and an `off` on
+ * the response per request cost 3 % of a request's CPU: docs/benchmarks.md, round 24).
  */
 export class ResponseLink implements ClientLink {
   /** The listeners to call (usually one: the exchange's). */
