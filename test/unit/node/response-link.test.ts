@@ -9,17 +9,19 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ResponseLink } from '../../../src/adapters/node/incoming.ts';
 
-let server: Server | undefined;
+const servers: Server[] = [];
 afterEach(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
-  server = undefined;
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
 });
 
 /** A server that hands each response to `handle`, and a client request to it (not ended yet). */
 async function exchange(handle: (res: ServerResponse) => void) {
-  server = createServer((_req, res) => handle(res));
-  await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+  const server = createServer((_req, res) => handle(res));
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/' });
   req.on('error', () => {});
