@@ -1,11 +1,16 @@
 /**
  * The log sink on Node: lines batched as core/observability/line-batch.ts says (one stdout write
  * per FLUSH_MS; the request's own log line was about 2 % of its CPU when written one by one).
- * What is pending is written when the process exits (stdout is synchronous on Linux for files,
- * pipes and terminals), so only a process killed outright (SIGKILL) can lose the last FLUSH_MS.
+ * What is pending is written when the process exits (stdout is synchronous on Linux for files
+ * and terminals), so only a process killed outright (SIGKILL) can lose the last FLUSH_MS.
+ *
+ * On a pipe Node queues what the reader has not taken yet: a reader that stalls (a log shipper
+ * that hangs) would grow that queue without end, so past MAX_BACKLOG_BYTES queued the batches are
+ * dropped and counted (line-batch.ts) until the reader catches up.
  */
-import { lineBatch } from '../../core/observability/line-batch.ts';
-import type { LogSink } from '../../core/observability/logger.ts';
+import { type BacklogReport, backlogReport, lineBatch } from '../../core/observability/line-batch.ts';
+import type { Logger, LogSink } from '../../core/observability/logger.ts';
+import type { MetricsRegistry } from '../../core/observability/metrics.ts';
 
 /** Every sink's flush, run once when the process exits. */
 const flushes = new Set<() => void>();
@@ -25,8 +30,41 @@ const unrefTimer = {
   disarm: (timer: unknown) => clearTimeout(timer as NodeJS.Timeout),
 };
 
-export function batchedStdoutSink(stream: NodeJS.WritableStream = process.stdout): LogSink {
-  const batch = lineBatch((text) => stream.write(text), unrefTimer);
+export interface StdoutLog {
+  sink: LogSink;
+  /** Writes what is pending now. */
+  flush(): void;
+  /** Where dropped batches are reported from now on. */
+  reportTo(report: BacklogReport): void;
+  /** Reports them with the router's counter and warning (line-batch.ts, `backlogReport`). */
+  reportToRouter(router: { logger: Logger; metrics: MetricsRegistry }): void;
+}
+
+export interface StdoutLogOptions {
+  /** Bytes queued unread past which batches are dropped (default MAX_BACKLOG_BYTES). */
+  maxBacklogBytes?: number;
+  flushMs?: number;
+}
+
+export function batchedStdoutSink(
+  stream: NodeJS.WritableStream & { readonly writableLength?: number } = process.stdout,
+  options: StdoutLogOptions = {},
+): StdoutLog {
+  const backlog = {
+    bytes: () => stream.writableLength ?? 0,
+    ...(options.maxBacklogBytes === undefined ? {} : { limit: options.maxBacklogBytes }),
+    report: undefined as BacklogReport | undefined,
+  };
+  const batch = lineBatch((text) => stream.write(text), unrefTimer, options.flushMs, backlog);
   flushAtExit(batch.flush);
-  return batch.sink;
+  return {
+    sink: batch.sink,
+    flush: batch.flush,
+    reportTo: (report) => {
+      backlog.report = report;
+    },
+    reportToRouter: ({ logger, metrics }) => {
+      backlog.report = backlogReport(logger, metrics);
+    },
+  };
 }

@@ -36,7 +36,7 @@ import {
   type NodeServer,
   urlOf,
 } from './listen.ts';
-import { batchedStdoutSink } from './log-sink.ts';
+import { batchedStdoutSink, type StdoutLog } from './log-sink.ts';
 import { registerNodeRuntimeMetrics } from './runtime-metrics.ts';
 
 export interface NodeRouterOptions {
@@ -98,19 +98,14 @@ const CUT_FLUSH_MS = 1000;
 
 const PROBES = new Set(['/health', '/liveness', '/readiness']);
 
-function timer(ms: number): { done: Promise<false>; cancel(): void } {
-  let handle: ReturnType<typeof setTimeout> | undefined;
-  const done = new Promise<false>((resolve) => {
-    handle = setTimeout(() => resolve(false), ms);
-  });
-  return { done, cancel: () => clearTimeout(handle) };
-}
-
 /** Resolves true when `work` ends within `ms`, false otherwise. */
 async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
-  const t = timer(ms);
-  const inTime = await Promise.race([work.then(() => true as const), t.done]);
-  t.cancel();
+  let handle: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => {
+    handle = setTimeout(() => resolve(false), ms);
+  });
+  const inTime = await Promise.race([work.then(() => true as const), late]);
+  clearTimeout(handle);
   return inTime;
 }
 
@@ -216,9 +211,10 @@ export async function startNodeRouter(
   let upstreamClosed: Promise<void> | undefined;
   const closeUpstream = () => (upstreamClosed ??= ownedUpstream?.close() ?? Promise.resolve());
   const p2p = p2pRegistryFor(config, options.p2p);
+  const stdoutLog = options.logSink ? undefined : batchedStdoutSink();
   const opened = await openHostRouter(config, {
     upstream: options.upstream ?? (ownedUpstream as Upstream),
-    logSink: options.logSink ?? batchedStdoutSink(),
+    logSink: options.logSink ?? (stdoutLog as StdoutLog).sink,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
     peerAddress: nodePeerAddress,
@@ -230,6 +226,7 @@ export async function startNodeRouter(
   });
   const { router, fleet } = opened;
   const { app, logger, metrics } = router;
+  stdoutLog?.reportToRouter(router);
   let listeners: Listeners;
   try {
     p2p?.attach(router);
