@@ -5,8 +5,8 @@
  */
 import type { CliSignal, DemoEngines, DotEnvFile, ServingRouter } from '../../core/cli.ts';
 import type { RouterConfig } from '../../core/config/schema.ts';
-import type { LogSink } from '../../core/observability/logger.ts';
 import { createSimEngine } from '../../sim/engine.ts';
+import type { StdoutLog } from './log-sink.ts';
 import { openDenoRouter, serveOn, urlOf } from './server.ts';
 
 /** `.env` in the working directory: its text, missing, or not readable (no read permission). */
@@ -33,10 +33,11 @@ export function startDemoEngines(): Promise<DemoEngines> {
 }
 
 /** The command's server: the registration socket and the listeners bound, the workers probed behind them. */
-export async function serveDeno(config: RouterConfig, logSink: LogSink): Promise<ServingRouter> {
+export async function serveDeno(config: RouterConfig, log: StdoutLog): Promise<ServingRouter> {
   // As on Node: undici by default, VLLM_EDGE_ROUTER_TRANSPORT=fetch for Deno's own fetch (to compare).
   const transport = Deno.env.get('VLLM_EDGE_ROUTER_TRANSPORT') === 'fetch' ? 'fetch' : 'undici';
-  const router = await openDenoRouter(config, { logSink, transport });
+  const router = await openDenoRouter(config, { logSink: log.sink, transport });
+  log.reportToRouter(router.router);
   return {
     url: router.url,
     metricsUrl: router.metricsUrl,

@@ -28,13 +28,13 @@ void runCli({
   version: pkg.version,
   // --vllm-discovery-address: P2P-NCCL workers register over ZMQ (src/adapters/p2p/registry.ts).
   features: { p2pRegistration: true, stateStore: true },
-  serve: (config) => serveDeno(config, log.sink),
+  serve: (config) => serveDeno(config, log),
   startDemo: startDemoEngines,
   clock: systemClock,
   onSignal,
   exit: (code) => {
-    // The last lines (the drain message) are still batched: write them before exiting.
-    log.flush();
-    Deno.exit(code);
+    // The last lines (the drain message) are still batched: written before exiting, unless the
+    // log's reader has not taken them within a second.
+    void log.settle(1000).then(() => Deno.exit(code));
   },
 });
