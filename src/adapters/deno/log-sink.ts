@@ -13,14 +13,12 @@
  * error that ends the program skips `unload`: up to FLUSH_MS of lines are lost then.
  */
 import {
-  type BacklogReport,
-  backlogReport,
   FLUSH_MS,
   lineBatch,
-  MAX_BACKLOG_BYTES,
+  type ReportingRouter,
+  routerBacklog,
 } from '../../core/observability/line-batch.ts';
-import type { Logger, LogSink } from '../../core/observability/logger.ts';
-import type { MetricsRegistry } from '../../core/observability/metrics.ts';
+import type { LogSink } from '../../core/observability/logger.ts';
 
 const encoder = new TextEncoder();
 
@@ -86,15 +84,12 @@ class StdoutQueue {
         else this.chunks.shift();
       }
     } catch {
-      this.gone(); // stdout is gone (a closed pipe): logging must not take the router down
+      // stdout is gone (a closed pipe): logging must not take the router down
+      this.chunks = [];
+      this.queued = 0;
     } finally {
       this.writing = false;
     }
-  }
-
-  private gone(): void {
-    this.chunks = [];
-    this.queued = 0;
   }
 }
 
@@ -114,7 +109,7 @@ export interface StdoutLog {
   /** Hands over what is pending, then resolves once it is written or after `ms` (before an exit). */
   settle(ms: number): Promise<void>;
   /** Reports dropped batches with the router's counter and warning (line-batch.ts, `backlogReport`). */
-  reportToRouter(router: { logger: Logger; metrics: MetricsRegistry }): void;
+  reportToRouter(router: ReportingRouter): void;
 }
 
 export interface StdoutLogOptions {
@@ -127,11 +122,7 @@ export interface StdoutLogOptions {
 
 export function batchedStdoutSink(options: StdoutLogOptions = {}): StdoutLog {
   const queue = new StdoutQueue(options.out ?? stdout);
-  const backlog = {
-    bytes: () => queue.bytes(),
-    limit: options.maxBacklogBytes ?? MAX_BACKLOG_BYTES,
-    report: undefined as BacklogReport | undefined,
-  };
+  const backlog = routerBacklog(() => queue.bytes(), options.maxBacklogBytes);
   const write = (text: string) => queue.push(encoder.encode(text));
   const batch = lineBatch(write, unrefTimer, options.flushMs ?? FLUSH_MS, backlog);
   globalThis.addEventListener('unload', () => {
@@ -145,8 +136,6 @@ export function batchedStdoutSink(options: StdoutLogOptions = {}): StdoutLog {
       batch.flush();
       return queue.settle(ms);
     },
-    reportToRouter: ({ logger, metrics }) => {
-      backlog.report = backlogReport(logger, metrics);
-    },
+    reportToRouter: backlog.reportToRouter,
   };
 }

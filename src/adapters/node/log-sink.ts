@@ -8,9 +8,13 @@
  * that hangs) would grow that queue without end, so past MAX_BACKLOG_BYTES queued the batches are
  * dropped and counted (line-batch.ts) until the reader catches up.
  */
-import { type BacklogReport, backlogReport, lineBatch } from '../../core/observability/line-batch.ts';
-import type { Logger, LogSink } from '../../core/observability/logger.ts';
-import type { MetricsRegistry } from '../../core/observability/metrics.ts';
+import {
+  type BacklogReport,
+  lineBatch,
+  type ReportingRouter,
+  routerBacklog,
+} from '../../core/observability/line-batch.ts';
+import type { LogSink } from '../../core/observability/logger.ts';
 
 /** Every sink's flush, run once when the process exits. */
 const flushes = new Set<() => void>();
@@ -37,7 +41,7 @@ export interface StdoutLog {
   /** Where dropped batches are reported from now on. */
   reportTo(report: BacklogReport): void;
   /** Reports them with the router's counter and warning (line-batch.ts, `backlogReport`). */
-  reportToRouter(router: { logger: Logger; metrics: MetricsRegistry }): void;
+  reportToRouter(router: ReportingRouter): void;
 }
 
 export interface StdoutLogOptions {
@@ -50,11 +54,7 @@ export function batchedStdoutSink(
   stream: NodeJS.WritableStream & { readonly writableLength?: number } = process.stdout,
   options: StdoutLogOptions = {},
 ): StdoutLog {
-  const backlog = {
-    bytes: () => stream.writableLength ?? 0,
-    ...(options.maxBacklogBytes === undefined ? {} : { limit: options.maxBacklogBytes }),
-    report: undefined as BacklogReport | undefined,
-  };
+  const backlog = routerBacklog(() => stream.writableLength ?? 0, options.maxBacklogBytes);
   const batch = lineBatch((text) => stream.write(text), unrefTimer, options.flushMs, backlog);
   flushAtExit(batch.flush);
   return {
@@ -63,8 +63,6 @@ export function batchedStdoutSink(
     reportTo: (report) => {
       backlog.report = report;
     },
-    reportToRouter: ({ logger, metrics }) => {
-      backlog.report = backlogReport(logger, metrics);
-    },
+    reportToRouter: backlog.reportToRouter,
   };
 }

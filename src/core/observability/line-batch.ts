@@ -108,3 +108,26 @@ export function backlogReport(logger: Logger, metrics: MetricsRegistry): Backlog
     resumed: (lines) => logger.warn('log lines dropped: the log output was not read fast enough', { lines }),
   };
 }
+
+/** What `routerBacklog.reportToRouter` needs of the router. */
+export interface ReportingRouter {
+  logger: Logger;
+  metrics: MetricsRegistry;
+}
+
+export interface RouterBacklog extends Backlog {
+  /** Reports dropped batches with the router's counter and warning (`backlogReport`) from now on. */
+  reportToRouter(router: ReportingRouter): void;
+}
+
+/** A host's backlog whose report is set once the router (its logger and metrics) exists. */
+export function routerBacklog(bytes: () => number, limit = MAX_BACKLOG_BYTES): RouterBacklog {
+  const backlog: RouterBacklog = {
+    bytes,
+    limit,
+    reportToRouter: ({ logger, metrics }) => {
+      backlog.report = backlogReport(logger, metrics);
+    },
+  };
+  return backlog;
+}
