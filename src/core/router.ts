@@ -9,7 +9,14 @@ import type { Hono } from 'hono';
 import type { RouterConfig } from './config/schema.ts';
 import { assertSupported } from './config/unsupported.ts';
 import type { FleetApi } from './contracts/fleet-api.ts';
-import { type Clock, type Random, systemClock, systemNewId, systemRandom } from './contracts/runtime.ts';
+import {
+  type Clock,
+  type Random,
+  type Reports,
+  systemClock,
+  systemNewId,
+  systemRandom,
+} from './contracts/runtime.ts';
 import type { SharedStore } from './contracts/shared-store.ts';
 import type { Upstream } from './contracts/upstream.ts';
 import type { Fleet } from './fleet/fleet.ts';
@@ -17,7 +24,7 @@ import { registerFleetCollector } from './fleet/fleet-collector.ts';
 import type { FleetSharing } from './fleet/fleet-sharing.ts';
 import { createFleetFromConfig } from './fleet/from-config.ts';
 import { refreshWorkers, runHealthTick, waitForHealthyWorker } from './fleet/health-check.ts';
-import { MooncakeBootstrap } from './fleet/mooncake-bootstrap.ts';
+import { MooncakeBootstrap, warmUpBootstrap } from './fleet/mooncake-bootstrap.ts';
 import { ProbeLog } from './fleet/probe-log.ts';
 import type { ReplicaFleet } from './fleet/replica-fleet.ts';
 import { SharedFleet } from './fleet/shared-fleet.ts';
@@ -42,6 +49,8 @@ export interface RouterHost extends InboundHooks {
   random?: Random;
   /** Fresh request ids (default: the runtime's `crypto.randomUUID`), a source apart from `random`. */
   newId?: () => string;
+  /** Defers finished requests' reports past the host's I/O turn (contracts/runtime.ts). */
+  reports?: Reports;
   /** The registry metrics go to (default: a new one). */
   metrics?: MetricsRegistry;
   /** Told of every fleet event (worker up/down, breaker transitions) after it is logged. */
@@ -182,21 +191,6 @@ function mooncakeBootstrap(config: RouterConfig, host: RouterHost & { clock: Clo
   });
 }
 
-/** Startup: ask every prefill worker's bootstrap server, retrying with backoff (about a minute). */
-async function warmUpBootstrap(
-  bootstrap: MooncakeBootstrap,
-  fleet: FleetApi,
-  sleep: (ms: number) => Promise<void>,
-  signal?: AbortSignal,
-): Promise<void> {
-  for (let round = 0; round < 8 && !signal?.aborted; round++) {
-    const workers = await fleet.listWorkers();
-    await bootstrap.refresh(workers);
-    if (bootstrap.allKnown(workers)) return;
-    await sleep(Math.min(30_000, 500 * 2 ** round));
-  }
-}
-
 /** A router around a fleet held elsewhere (the Worker's isolates: the Durable Object by RPC). */
 export function createRouterOn<F extends FleetApi>(
   config: RouterConfig,
@@ -242,6 +236,7 @@ function assemble<F extends FleetApi>(
         pd,
         observations,
         ...(inFlight ? { inFlight } : {}),
+        ...(host.reports ? { reports: host.reports } : {}),
       },
       {
         refreshWorkers: refresh,

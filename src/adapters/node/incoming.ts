@@ -1,5 +1,6 @@
 /** What the core reads of a request from Node's own request objects (@hono/node-server's bindings: `env.incoming`, `env.outgoing`). */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { InboundHooks } from '../../core/http/inbound.ts';
 import type { ClientLink } from '../../core/routing/context.ts';
 
 type Bindings = { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
@@ -59,3 +60,10 @@ export function nodeClientLink(env: unknown): ClientLink | undefined {
   const res = (env as Bindings)?.outgoing;
   return res ? new ResponseLink(res) : undefined;
 }
+
+/** What the core reads from Node's request objects (`InboundHooks`): peer, raw headers, connection. */
+export const nodeInboundHooks: InboundHooks = {
+  peerAddress: nodePeerAddress,
+  requestHeaders: nodeRequestHeaders,
+  clientLink: nodeClientLink,
+};

@@ -21,7 +21,7 @@ import type { Router } from '../../core/router.ts';
 import { type P2pRegistryOptions, p2pRegistryFor } from '../p2p/registry.ts';
 import { openHostRouter } from '../redis/replica-router.ts';
 import { createUndiciUpstream } from '../undici/upstream.ts';
-import { nodeClientLink, nodePeerAddress, nodeRequestHeaders } from './incoming.ts';
+import { nodeInboundHooks } from './incoming.ts';
 import {
   type KubernetesDiscovery,
   type KubernetesDiscoveryOptions,
@@ -38,6 +38,7 @@ import {
 } from './listen.ts';
 import { batchedStdoutSink, type StdoutLog } from './log-sink.ts';
 import { registerNodeRuntimeMetrics } from './runtime-metrics.ts';
+import { turnReports } from './turn-reports.ts';
 
 export interface NodeRouterOptions {
   upstream?: Upstream;
@@ -212,14 +213,14 @@ export async function startNodeRouter(
   const closeUpstream = () => (upstreamClosed ??= ownedUpstream?.close() ?? Promise.resolve());
   const p2p = p2pRegistryFor(config, options.p2p);
   const stdoutLog = options.logSink ? undefined : batchedStdoutSink();
+  const reports = turnReports((err) => opened.router.logger.error('request report failed', { error: err }));
   const opened = await openHostRouter(config, {
     upstream: options.upstream ?? (ownedUpstream as Upstream),
     logSink: options.logSink ?? (stdoutLog as StdoutLog).sink,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.random ? { random: options.random } : {}),
-    peerAddress: nodePeerAddress,
-    requestHeaders: nodeRequestHeaders,
-    clientLink: nodeClientLink,
+    ...nodeInboundHooks,
+    reports,
     ...(p2p ? { p2pRegistry: p2p } : {}),
     ...(discovery ? { kubernetesDiscovery: true } : {}),
     stateStore: true,

@@ -45,3 +45,18 @@ export const systemRandom: Random = Math.random;
 
 /** The system source of request ids: version-4 UUIDs from the runtime's crypto. */
 export const systemNewId = (): string => crypto.randomUUID();
+
+/** A finished request's report: its metrics, its observers' notice and its log line. */
+export interface Reportable {
+  report(): void;
+}
+
+/**
+ * Where a host defers the reports of finished requests to: after its current I/O turn, all of the
+ * turn's in one batch (Node: one `setImmediate`). The answer's bytes go out first, and a turn that
+ * answers several requests writes them back to back before doing their bookkeeping. Without one,
+ * a request is reported as it finishes.
+ */
+export interface Reports {
+  add(item: Reportable): void;
+}

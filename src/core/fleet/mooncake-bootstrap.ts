@@ -6,6 +6,7 @@
  * looks for prefill workers not known yet) and again on demand when a request needs one, with
  * exponential backoff per server so a server that is down is not hammered.
  */
+import type { FleetApi } from '../contracts/fleet-api.ts';
 import type { Clock } from '../contracts/runtime.ts';
 import type { Upstream } from '../contracts/upstream.ts';
 import { readUpstreamBody } from '../upstream/body.ts';
@@ -180,5 +181,20 @@ export class MooncakeBootstrap {
     }
     e.lastError = error;
     return false;
+  }
+}
+
+/** Startup: ask every prefill worker's bootstrap server, retrying with backoff (about a minute). */
+export async function warmUpBootstrap(
+  bootstrap: MooncakeBootstrap,
+  fleet: FleetApi,
+  sleep: (ms: number) => Promise<void>,
+  signal?: AbortSignal,
+): Promise<void> {
+  for (let round = 0; round < 8 && !signal?.aborted; round++) {
+    const workers = await fleet.listWorkers();
+    await bootstrap.refresh(workers);
+    if (bootstrap.allKnown(workers)) return;
+    await sleep(Math.min(30_000, 500 * 2 ** round));
   }
 }

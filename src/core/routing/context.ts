@@ -2,7 +2,7 @@
 import type { RouterConfig } from '../config/schema.ts';
 import type { RouterError } from '../contracts/errors.ts';
 import type { FleetApi } from '../contracts/fleet-api.ts';
-import type { Clock, Random } from '../contracts/runtime.ts';
+import type { Clock, Random, Reports } from '../contracts/runtime.ts';
 import type { Upstream } from '../contracts/upstream.ts';
 import type { MooncakeBootstrap } from '../fleet/mooncake-bootstrap.ts';
 import { type TrustedProxies, trustedProxies } from '../observability/client-address.ts';
@@ -48,6 +48,8 @@ export interface RouterDeps {
   pd?: { bootstrap?: MooncakeBootstrap; zmqAddress?: (url: string) => string | undefined };
   /** Told of every finished request (observations.ts). */
   observations?: Observations;
+  /** Runs finished requests' reports after the host's I/O turn (contracts/runtime.ts); else at once. */
+  reports?: Reports;
 }
 
 export interface PipelineContext {

@@ -1,16 +1,18 @@
 /**
  * One client request's life in the router: its deadline, the abort wiring from the client
  * and the deadline to the engine, the attempt count, and `finish`, which runs exactly once (lease
- * settled, metrics and the log line recorded) whether the response ends, errors or is abandoned.
- * The request metrics carry the bounded model label (model-labels.ts), resolved once per request;
- * the log line is at warn for a 5xx, else at info.
+ * settled, then the report: metrics and the log line) whether the response ends, errors or is
+ * abandoned. The report waits for the end of the host's I/O turn where the host defers it
+ * (`Reports`, contracts/runtime.ts), so the answer goes out first. The request metrics carry the
+ * bounded model label (model-labels.ts), resolved once per request; the log line is at warn for a
+ * 5xx, else at info.
  */
 
 import { callbackOf } from '../contracts/callback-of.ts';
 import type { AttemptOutcome, RoutedWorker } from '../contracts/fleet-api.ts';
 import type { TimerHandle } from '../contracts/runtime.ts';
 import { clientAddress } from '../observability/client-address.ts';
-import type { TokenUsage } from '../observability/usage.ts';
+import { type ChunkTail, type TokenUsage, usageIn } from '../observability/usage.ts';
 import type { PipelineContext, ProxyCall } from './context.ts';
 
 export const CLIENT_GONE = 'client disconnected';
@@ -45,6 +47,12 @@ export class Exchange {
   respondedAt: number | undefined;
   /** The token counts the engine reported, when it did. */
   usage: TokenUsage | undefined;
+  /** The answer's bytes, or the tail of its stream, that `usage` is read from at the report. */
+  usageFrom: Uint8Array | ChunkTail | undefined;
+  /** What the report tells, fixed by `finish`: the status, the error type and when it ended. */
+  private endStatus = 0;
+  private endError: string | undefined;
+  private endedAt = 0;
   private modelText: string | undefined;
   /** Called once when the exchange finishes (a plan's own metrics: the decode leg's duration). */
   onFinish: ((status: number) => void) | undefined;
@@ -170,7 +178,7 @@ export class Exchange {
     });
   }
 
-  /** Everything that must happen exactly once per request. */
+  /** Everything that must happen exactly once per request; the report maybe after the I/O turn. */
   finish(status: number, outcome: AttemptOutcome | undefined, errorType?: string): void {
     if (this.done) return;
     this.done = true;
@@ -181,10 +189,24 @@ export class Exchange {
     this.call.release();
     if (this.lease !== 0 && outcome) void deps.fleet.settle(this.lease, outcome);
     this.onFinish?.(status);
-    const now = deps.clock.monotonic();
+    this.endStatus = status;
+    this.endError = errorType;
+    this.endedAt = deps.clock.monotonic();
+    if (deps.reports) deps.reports.add(this);
+    else this.report();
+  }
+
+  /** The request's metrics, observers' notice and log line: called once, after `finish`. */
+  report(): void {
+    const from = this.usageFrom;
+    if (from !== undefined) {
+      this.usageFrom = undefined;
+      this.usage = from instanceof Uint8Array ? usageIn(from) : from.usage();
+    }
+    const { endStatus: status, endError: errorType, endedAt: now } = this;
     const ttft = this.firstChunkAt === undefined ? undefined : this.firstChunkAt - this.started;
     this.record(status, errorType, now, ttft);
-    if (deps.observations?.active) this.observe(status, errorType, now, ttft);
+    if (this.ctx.deps.observations?.active) this.observe(status, errorType, now, ttft);
     this.logLine(status, errorType, now - this.started, ttft);
   }
 

@@ -10,7 +10,7 @@ import type { Answer } from '../contracts/answer.ts';
 import { errorAnswer, RouterError } from '../contracts/errors.ts';
 import type { AttemptOutcome } from '../contracts/fleet-api.ts';
 import type { ChunkSource } from '../contracts/upstream.ts';
-import { ChunkTail, usageIn } from '../observability/usage.ts';
+import { ChunkTail } from '../observability/usage.ts';
 import { transportDetail } from './attempt-send.ts';
 import { runAttempts } from './attempts.ts';
 import type { PipelineContext, ProxyCall } from './context.ts';
@@ -96,7 +96,7 @@ export async function proxyRequest(ctx: PipelineContext, call: ProxyCall): Promi
   }
   const usage = reportsUsage(res.status, headers);
   if (body === null || body instanceof Uint8Array) {
-    if (usage && body !== null) ex.usage = usageIn(body);
+    if (usage && body !== null) ex.usageFrom = body;
     ex.finish(res.status, outcome);
     return { status: res.status, headers, body };
   }
@@ -136,7 +136,7 @@ function relayAnswer(
     ...(idleMs > 0 ? { idle: { ms: idleMs, clock: ctx.deps.clock, watch: ctx.idleWatch } } : {}),
     onDone: (end, error) => {
       if (end === 'end') {
-        if (tail) ex.usage = tail.usage();
+        if (tail) ex.usageFrom = tail;
         ex.finish(res.status, outcome);
       } else if (ex.shutDown) streamCut(ex, res.status);
       else if (end === 'cancel' || ex.clientGone)

@@ -6,6 +6,7 @@ import type {
   RouteInput,
   RouteResult,
 } from '../../../src/core/contracts/fleet-api.ts';
+import type { Reports } from '../../../src/core/contracts/runtime.ts';
 import type { Upstream, UpstreamRequest } from '../../../src/core/contracts/upstream.ts';
 import { createLogger } from '../../../src/core/observability/logger.ts';
 import { MetricsRegistry } from '../../../src/core/observability/metrics.ts';
@@ -66,6 +67,10 @@ export function testContext(options: {
   config?: Record<string, unknown>;
   /** The router's list of requests in flight (Node and Deno have one; a Worker's isolate none). */
   inFlight?: InFlight;
+  /** Where finished requests' reports wait (the Node host's turn queue); without it they run at once. */
+  reports?: Reports;
+  /** Receives the log lines (info and up); without it nothing is logged. */
+  logSink?: (line: string) => void;
 }): { ctx: PipelineContext; clock: FakeClock; metrics: MetricsRegistry } {
   const config = parseRouterConfig(options.config ?? {});
   const clock = options.clock ?? new FakeClock();
@@ -76,9 +81,12 @@ export function testContext(options: {
     newId: () => 'id-1',
     upstream: options.upstream,
     fleet: options.fleet,
-    logger: createLogger({ level: 'error', json: false, sink: () => {}, now: () => clock.now() }),
+    logger: options.logSink
+      ? createLogger({ level: 'info', json: false, sink: options.logSink, now: () => clock.now() })
+      : createLogger({ level: 'error', json: false, sink: () => {}, now: () => clock.now() }),
     metrics,
     ...(options.inFlight ? { inFlight: options.inFlight } : {}),
+    ...(options.reports ? { reports: options.reports } : {}),
   };
   const ctx: PipelineContext = {
     ...createPipelineContext(config, deps),
