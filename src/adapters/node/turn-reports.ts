@@ -14,7 +14,10 @@ export interface TurnReports extends Reports {
   flush(): void;
 }
 
-/** A report that throws is handed to `onError`; the others of its turn still run. */
+/**
+ * A report that throws is handed to `onError`; the others of its turn still run, even when
+ * `onError` throws too (nothing may escape a `setImmediate`: the process would end).
+ */
 export function turnReports(onError: (err: unknown) => void): TurnReports {
   let queued: Reportable[] = [];
   const flush = () => {
@@ -24,7 +27,11 @@ export function turnReports(onError: (err: unknown) => void): TurnReports {
       try {
         item.report();
       } catch (err) {
-        onError(err);
+        try {
+          onError(err);
+        } catch {
+          // the error's own report failed (the log sink): the other reports still run
+        }
       }
     }
   };

@@ -178,7 +178,7 @@ export class Exchange {
     });
   }
 
-  /** Everything that must happen exactly once per request; the report maybe after the I/O turn. */
+  /** Everything that must happen exactly once per request; the report now, or after the host's I/O turn. */
   finish(status: number, outcome: AttemptOutcome | undefined, errorType?: string): void {
     if (this.done) return;
     this.done = true;

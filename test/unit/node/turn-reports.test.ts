@@ -45,6 +45,21 @@ describe('turnReports', () => {
     expect(ran).toEqual(['after']);
   });
 
+  it('still runs the rest of the batch when onError throws too', async () => {
+    const ran: string[] = [];
+    const reports = turnReports(() => {
+      throw new Error('the log sink broke');
+    });
+    reports.add({
+      report: () => {
+        throw new Error('metrics broke');
+      },
+    });
+    reports.add({ report: () => ran.push('after') });
+    await nextTurn();
+    expect(ran).toEqual(['after']);
+  });
+
   it('flush runs what is queued now, once', async () => {
     const ran: string[] = [];
     const reports = turnReports(() => {});
