@@ -45,8 +45,8 @@ export class Exchange {
   firstChunkAt: number | undefined;
   /** When the response headers went to the client. */
   respondedAt: number | undefined;
-  /** The token counts the engine reported, when it did. */
-  usage: TokenUsage | undefined;
+  /** The token counts the engine reported, when it did: read from `usageFrom` by the report. */
+  private usage: TokenUsage | undefined;
   /** The answer's bytes, or the tail of its stream, that `usage` is read from at the report. */
   usageFrom: Uint8Array | ChunkTail | undefined;
   /** What the report tells, fixed by `finish`: the status, the error type and when it ended. */
