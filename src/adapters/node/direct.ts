@@ -68,7 +68,11 @@ export function nodeInbound(req: IncomingMessage, res: ServerResponse): Inbound 
   };
 }
 
-/** Relays a streamed answer chunk by chunk, with backpressure; a client that leaves cancels it. */
+/**
+ * Relays a streamed answer chunk by chunk, with backpressure; a client that leaves cancels it. With
+ * a reader that offers `pull` (the relay over Node's transport), a chunk is written in the call that
+ * brought it from the engine's socket.
+ */
 function pump(reader: ChunkReader, res: ServerResponse): void {
   const cancel = () => {
     reader.cancel().catch(() => {});
@@ -78,7 +82,8 @@ function pump(reader: ChunkReader, res: ServerResponse): void {
     res.destroy(err instanceof Error ? err : undefined);
   };
   const next = () => {
-    reader.read().then(flow, broke);
+    if (reader.pull) reader.pull(flow, broke);
+    else reader.read().then(flow, broke);
   };
   const flow = ({ done, value }: ReadableStreamReadResult<Uint8Array>) => {
     if (done) {

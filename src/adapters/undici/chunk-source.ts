@@ -1,7 +1,8 @@
 /**
  * An engine's streamed answer on Node and Deno as the core reads it (`ChunkSource`), fed straight
  * by the transport's dispatch handler (engine-call.ts): each `read()` resolves with the next chunk
- * the socket delivered, so the relay to the client is the only Web stream a chunk passes through.
+ * the socket delivered, and `pull` hands it over in the same call, so on Node a chunk goes from the
+ * socket to the client's response with no promise in between.
  * Chunks that arrive while nobody reads wait in a short queue; at HIGH_WATER the transport is told
  * to stop reading the socket (`push` returns false) and is resumed once the reader has drained half.
  * `cancel` aborts the engine request, which closes its connection: the engine stops generating.
@@ -24,17 +25,19 @@ export class ChunkQueue implements ChunkSource, ChunkReader {
   private ended = false;
   private paused = false;
   private failure: { error: unknown } | undefined;
-  private waiting: { resolve(read: Read): void; reject(error: unknown): void } | undefined;
+  /** The pending read's callbacks (`pull`'s, or the resolvers of `read`'s promise). */
+  private onResult: ((read: Read) => void) | undefined;
+  private onError: ((error: unknown) => void) | undefined;
 
   constructor(private readonly flow: ChunkFlow) {}
 
   /** A chunk from the socket; false when the transport should stop reading until resumed. */
   push(chunk: Uint8Array): boolean {
     if (this.ended) return true;
-    const w = this.waiting;
-    if (w) {
-      this.waiting = undefined;
-      w.resolve({ done: false, value: chunk });
+    const waiting = this.onResult;
+    if (waiting) {
+      this.settled();
+      waiting({ done: false, value: chunk });
       return true;
     }
     this.queue.push(chunk);
@@ -46,14 +49,18 @@ export class ChunkQueue implements ChunkSource, ChunkReader {
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    this.settleWaiting((w) => w.resolve(DONE));
+    const waiting = this.onResult;
+    this.settled();
+    waiting?.(DONE);
   }
 
   fail(error: unknown): void {
     if (this.ended) return;
     this.ended = true;
     this.failure = { error };
-    this.settleWaiting((w) => w.reject(error));
+    const waiting = this.onError;
+    this.settled();
+    waiting?.(error);
   }
 
   getReader(): ChunkReader {
@@ -61,20 +68,24 @@ export class ChunkQueue implements ChunkSource, ChunkReader {
   }
 
   read(): Promise<Read> {
+    return new Promise<Read>((resolve, reject) => this.pull(resolve, reject));
+  }
+
+  pull(onResult: (read: Read) => void, onError: (error: unknown) => void): void {
     const chunk = this.queue.shift();
     if (chunk !== undefined) {
       if (this.paused && this.queue.length < HIGH_WATER / 2) {
         this.paused = false;
         this.flow.resume();
       }
-      return Promise.resolve({ done: false, value: chunk });
+      onResult({ done: false, value: chunk });
+    } else if (this.failure) onError(this.failure.error);
+    else if (this.ended) onResult(DONE);
+    else if (this.onResult) onError(new TypeError('a read is already pending'));
+    else {
+      this.onResult = onResult;
+      this.onError = onError;
     }
-    if (this.failure) return Promise.reject(this.failure.error);
-    if (this.ended) return Promise.resolve(DONE);
-    if (this.waiting) return Promise.reject(new TypeError('a read is already pending'));
-    return new Promise<Read>((resolve, reject) => {
-      this.waiting = { resolve, reject };
-    });
   }
 
   cancel(): Promise<void> {
@@ -83,13 +94,14 @@ export class ChunkQueue implements ChunkSource, ChunkReader {
       this.ended = true;
       this.flow.cancel();
     }
-    this.settleWaiting((w) => w.resolve(DONE));
+    const waiting = this.onResult;
+    this.settled();
+    waiting?.(DONE);
     return Promise.resolve();
   }
 
-  private settleWaiting(settle: (w: NonNullable<ChunkQueue['waiting']>) => void): void {
-    const w = this.waiting;
-    this.waiting = undefined;
-    if (w) settle(w);
+  private settled(): void {
+    this.onResult = undefined;
+    this.onError = undefined;
   }
 }

@@ -40,6 +40,16 @@ export interface CallSignal {
 /** One reader of a streamed answer: `read` resolves with the next chunk; `cancel` stops the engine's body. */
 export interface ChunkReader {
   read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  /**
+   * `read` without a promise, where the reader offers it: exactly one of the two callbacks is called,
+   * once, with what `read` would have settled with, possibly before `pull` returns (a chunk already
+   * in). A chunk then goes from the socket to the client in one synchronous call chain, with no step
+   * of the microtask queue per chunk and per reader on its way.
+   */
+  pull?(
+    onResult: (result: ReadableStreamReadResult<Uint8Array>) => void,
+    onError: (error: unknown) => void,
+  ): void;
   cancel(reason?: unknown): Promise<void>;
 }
 

@@ -14,7 +14,7 @@ import { CallAbort } from '../upstream/call-signal.ts';
 import { DueList, type Expiring } from './due-list.ts';
 import { ABANDONED, type Exchange, SHUTDOWN } from './exchange.ts';
 import type { Leg, LegResult } from './leg.ts';
-import { StreamIdleError } from './stream-relay.ts';
+import { StreamIdleError } from './stream-idle.ts';
 
 const stopAttempt = (run: AttemptRun, reason: string) => run.stopAttempt(reason);
 const abandonAttempt = (run: AttemptRun) => run.abandonAttempt();

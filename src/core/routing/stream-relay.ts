@@ -13,7 +13,9 @@ import { callbackOf } from '../contracts/callback-of.ts';
 import type { Clock } from '../contracts/runtime.ts';
 import type { ChunkReader, ChunkSource } from '../contracts/upstream.ts';
 import type { ChunkTail } from '../observability/usage.ts';
-import { DueList, type Expiring } from './due-list.ts';
+import { IdleGuard, type StreamIdle, StreamIdleError } from './stream-idle.ts';
+
+export { StreamIdleError } from './stream-idle.ts';
 
 export type RelayEnd = 'end' | 'error' | 'cancel';
 
@@ -35,12 +37,8 @@ export interface RelayOptions {
   describeError?(error: unknown): string;
   /** Type and code of that SSE error event (default `upstream_stream_error`). */
   errorType?(error: unknown): string | undefined;
-  /**
-   * Longest silence between chunks before the stream is cut (ms; absent or 0: none), and the list
-   * that watches it: the router's, one timer for every stream, or when absent one of the stream's
-   * own (a Worker's isolate, where no timer may outlive the request that set it).
-   */
-  idle?: { ms: number; clock: Clock; watch?: DueList<Expiring> | undefined };
+  /** The stream's idle limit (stream-idle.ts). */
+  idle?: StreamIdle;
   /**
    * The request's deadline. When it passes while nobody is reading, the client has stopped reading:
    * the relay ends as cancelled (some hosts, such as a local workerd, never report a client that
@@ -53,10 +51,6 @@ export interface RelayOptions {
 export interface PrefetchedSource {
   reader: ChunkReader;
   first: ReadableStreamReadResult<Uint8Array>;
-}
-
-export class StreamIdleError extends Error {
-  override readonly name = 'StreamIdleError';
 }
 
 const encoder = new TextEncoder();
@@ -72,43 +66,7 @@ export function sseErrorEvent(
 
 const cancelIdle = (reader: ChunkReader) => void reader.cancel(new StreamIdleError('idle')).catch(() => {});
 const stopRelay = (relay: Relay, reason: string) => relay.stopped(reason);
-
-/**
- * Cuts a silent stream: a member of a list of expiring things (due-list.ts), due its idle limit
- * after its last chunk (chunks just note the time). The list is the router's, one timer for every
- * stream, or the guard's own. Its callbacks, like the relay's, are made with `callbackOf`
- * (contracts/callback-of.ts says why).
- */
-class IdleGuard implements Expiring {
-  slot = -1;
-  lastChunkAt: number;
-  expired = false;
-  private readonly ms: number;
-  private readonly watch: DueList<Expiring>;
-
-  constructor(
-    idle: NonNullable<RelayOptions['idle']>,
-    private readonly onExpire: () => void,
-  ) {
-    this.ms = idle.ms;
-    this.lastChunkAt = idle.clock.monotonic();
-    this.watch = idle.watch ?? new DueList(idle.clock, { watchdog: true });
-    this.watch.add(this);
-  }
-
-  dueAt(): number {
-    return this.lastChunkAt + this.ms;
-  }
-
-  expire(): void {
-    this.expired = true;
-    this.onExpire();
-  }
-
-  stop(): void {
-    this.watch.delete(this);
-  }
-}
+const ignore = () => {};
 
 /** The relay as a Web stream (hosts that build a `Response`, tests). */
 export function relayStream(
@@ -122,12 +80,12 @@ type Read = ReadableStreamReadResult<Uint8Array>;
 
 const DONE: Read = { done: true, value: undefined };
 /** The relay's reactions to an engine read, made apart from the class (callback-of.ts says why). */
-const resumedOf = (relay: Relay) => (result: Read) => relay.resumed(result);
+const deliverOf = (relay: Relay) => (result: Read) => relay.deliver(result);
 const failedOf = (relay: Relay) => (error: unknown) => relay.failed(error);
 
 /**
- * The relay as a chunk source: each `read` takes the engine's next chunk and passes it on as it
- * is. Node writes it to the client straight from here; no Web stream sits in between.
+ * The relay as a chunk source: each read takes the engine's next chunk and passes it on as it is.
+ * Node writes it to the client straight from here with `pull`; no Web stream sits in between.
  */
 export function relaySource(src: ChunkSource | PrefetchedSource, options: RelayOptions): ChunkSource {
   return new Relay(src, options);
@@ -147,8 +105,11 @@ class Relay implements ChunkSource, ChunkReader {
   private reading = false;
   private readonly idle: IdleGuard | undefined;
   private readonly clock: Clock | undefined;
-  private readonly onResult: (result: Read) => Read | Promise<Read>;
-  private readonly onFailure: (error: unknown) => Read;
+  private readonly onEngineResult: (result: Read) => void;
+  private readonly onEngineError: (error: unknown) => void;
+  /** The reader of the relay's pending read. */
+  private onResult: (result: Read) => void = ignore;
+  private onError: (error: unknown) => void = ignore;
 
   constructor(
     src: ChunkSource | PrefetchedSource,
@@ -162,8 +123,8 @@ class Relay implements ChunkSource, ChunkReader {
         ? new IdleGuard(options.idle, callbackOf(reader, cancelIdle))
         : undefined;
     this.clock = options.clock ?? options.idle?.clock;
-    this.onResult = resumedOf(this);
-    this.onFailure = failedOf(this);
+    this.onEngineResult = deliverOf(this);
+    this.onEngineError = failedOf(this);
     // The exchange's stop hook, not its AbortSignal: an AbortController and a listener on it cost a
     // streamed request about 5 % of its CPU on Node (docs/benchmarks.md, round 6).
     options.deadline?.onStop(callbackOf(this, stopRelay));
@@ -173,53 +134,79 @@ class Relay implements ChunkSource, ChunkReader {
     return this;
   }
 
-  /**
-   * The next chunk for the client. A chunk costs one reaction on the engine's read and nothing
-   * else (no async function in between): each one is a promise and a step of the microtask queue
-   * on every chunk of every stream. The first chunk (already read), the end and a broken body go
-   * the slower way.
-   */
   read(): Promise<Read> {
-    if (this.pending === undefined && this.broken === undefined && !this.closed) return this.next();
-    return this.readNow();
+    return new Promise<Read>((resolve, reject) => this.pull(resolve, reject));
   }
 
-  private async readNow(): Promise<Read> {
-    if (this.broken) throw this.broken.error;
-    if (this.closed) return DONE;
+  /**
+   * The next chunk for the client. With an engine reader that offers `pull` (Node's transport), a
+   * chunk reaches `onResult` in the call that brought it from the socket: no promise, no step of
+   * the microtask queue, which each chunk of each stream would otherwise pay, twice. A Web stream's
+   * reader costs one reaction per chunk.
+   */
+  pull(onResult: (result: Read) => void, onError: (error: unknown) => void): void {
+    this.onResult = onResult;
+    this.onError = onError;
+    this.next();
+  }
+
+  /** Hands the reader what comes next: a chunk kept from before, the end, or the engine's next read. */
+  private next(): void {
     const pending = this.pending;
-    this.pending = undefined;
-    const out = pending === undefined ? undefined : this.pass(pending);
-    return out ?? this.read();
+    if (this.broken) this.onError(this.broken.error);
+    else if (this.closed) this.onResult(DONE);
+    else if (pending !== undefined) {
+      this.pending = undefined;
+      this.deliver(pending);
+    } else this.readEngine();
   }
 
-  /** Reads the engine's next result; `resumed` or `failed` takes it. */
-  private next(): Promise<Read> {
+  private readEngine(): void {
     this.reading = true;
+    const reader = this.reader;
+    if (reader.pull) {
+      reader.pull(this.onEngineResult, this.onEngineError);
+      return;
+    }
     let read: Promise<Read>;
     try {
-      read = this.reader.read();
+      read = reader.read();
     } catch (error) {
       read = Promise.reject(error);
     }
-    return read.then(this.onResult, this.onFailure);
+    read.then(this.onEngineResult, this.onEngineError);
   }
 
-  /**
-   * The engine's read gave a result: it goes to the client, or (an empty chunk) the next one does.
-   * `resumed` and `failed` are the relay's reactions to that read (through `resumedOf`/`failedOf`).
-   */
-  resumed(result: Read): Read | Promise<Read> {
+  /** The engine's read gave a result: it goes to the client, or (an empty chunk) the next one does. */
+  deliver(result: Read): void {
     this.reading = false;
-    return this.pass(result) ?? this.read();
+    let out: Read | undefined;
+    try {
+      out = this.pass(result);
+    } catch (error) {
+      this.onError(error); // a plain body that broke, or went silent too long
+      return;
+    }
+    if (out === undefined) this.next();
+    else this.onResult(out);
   }
 
   /** The engine's read failed. */
-  failed(error: unknown): Read {
+  failed(error: unknown): void {
     this.reading = false;
-    if (!this.finished) return this.fail(error);
-    this.closed = true; // cancelled by the client meanwhile
-    return DONE;
+    if (this.finished) {
+      this.closed = true; // cancelled by the client meanwhile
+      this.onResult(DONE);
+      return;
+    }
+    let out: Read;
+    try {
+      out = this.fail(error);
+    } catch (thrown) {
+      this.onError(thrown);
+      return;
+    }
+    this.onResult(out);
   }
 
   cancel(reason?: unknown): Promise<void> {
@@ -258,7 +245,7 @@ class Relay implements ChunkSource, ChunkReader {
     const chunk = result.value;
     if (chunk.byteLength === 0) return undefined;
     this.arrived(chunk);
-    return { done: false, value: chunk };
+    return result;
   }
 
   /** SSE gets a final error event and then ends; any other body fails, now and at every later read. */
