@@ -8,6 +8,11 @@
  *                                        # the working tree's dist/ (npm run build first)
  *   BURSTS=20 N=1500 C=32 POLICY=cache_aware npm run bench:ab -- HEAD~3
  *   STREAM=1 npm run bench:ab -- HEAD~3  # streamed answers (SSE, 16 tokens from zero-latency engines)
+ *   STREAM=1 TTFT_MS=5 ITL_MS=2 npm run bench:ab -- HEAD~3  # ... each token its own write, as engines send them
+ *   TTFT_ROUNDS=12 npm run bench:ab -- HEAD~3  # then the time to the first chunk of streams (engines
+ *                                        # 5 ms to the first token, 2 ms per token) at c1 and c32 in
+ *                                        # interleaved 1 s rounds (TTFT_ROUND_SECONDS): each build's
+ *                                        # p50 against the floor's and the base's of the same round
  *   RUNTIME=deno npm run bench:ab -- HEAD~3  # the two trees' routers on Deno (the floor stays Node's)
  *   SIZE=8192 npm run bench:ab -- HEAD~3  # chats of about 8 KB, 8 system prompts, every user turn new
  *                                        # (cache_aware grows its tree on every request); TURNS=k cycles k
@@ -20,9 +25,16 @@
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { GC_FLAGS, logLength, scavenges } from './gc-trace.ts';
-import { interleavedBursts, mean, median } from './overhead-interleave.ts';
+import { interleavedBursts, interleavedTtft, mean, median } from './overhead-interleave.ts';
 import { closedLoop } from './overhead-load.ts';
-import { answeringAt, type Server, spawnServer, startEngine, startFloor } from './overhead-procs.ts';
+import {
+  answeringAt,
+  configureEngines,
+  type Server,
+  spawnServer,
+  startEngine,
+  startFloor,
+} from './overhead-procs.ts';
 import { chatBodies } from './prompt-words.ts';
 import { intervalText } from './ratio-interval.ts';
 import { buildRevision, ROOT } from './revision.ts';
@@ -41,6 +53,11 @@ if (!base) {
 const STREAM = process.env.STREAM === '1';
 const RUNTIME = process.env.RUNTIME ?? 'node';
 const SIZE = Number(process.env.SIZE ?? 0);
+/** Engine latencies (ms): with ITL_MS > 0 every token of a stream is its own write. */
+const TTFT_MS = Number(process.env.TTFT_MS ?? 0);
+const ITL_MS = Number(process.env.ITL_MS ?? 0);
+const TTFT_ROUNDS = Number(process.env.TTFT_ROUNDS ?? 0);
+const TTFT_ROUND_SECONDS = Number(process.env.TTFT_ROUND_SECONDS ?? 1);
 const fixed = shortChat(STREAM);
 const body =
   SIZE > 0 && !STREAM
@@ -69,13 +86,46 @@ async function startBuild(name: string, root: string, engines: string[]): Promis
   );
 }
 
+/** Median (min–max) of the per-round differences `mine - other` (ms). */
+function diffCell(mine: number[], other: number[]): string {
+  const d = mine.map((v, r) => v - (other[r] as number));
+  return `${median(d).toFixed(2)} (${Math.min(...d).toFixed(2)}–${Math.max(...d).toFixed(2)})`;
+}
+
+/** Time to the first chunk at c1 and c32, in interleaved rounds: each build against the floor and the base. */
+async function ttftTable(engines: Server[]): Promise<void> {
+  await configureEngines(engines, { 'ttft-ms': 5, 'itl-ms': 2 });
+  const options = { rounds: TTFT_ROUNDS, seconds: TTFT_ROUND_SECONDS };
+  const stream = shortChat(true);
+  const c1 = await interleavedTtft(servers, stream, { ...options, c: 1 });
+  const c32 = await interleavedTtft(servers, stream, { ...options, c: 32 });
+  console.log(
+    `\nTime to the first chunk, ${TTFT_ROUNDS} interleaved rounds of ${TTFT_ROUND_SECONDS} s per proxy and ` +
+      'concurrency (engines: 5 ms to the first token, 2 ms per token; p50 ms, median of the rounds; ' +
+      'added: median (min–max) of the per-round differences):\n',
+  );
+  console.log(
+    '| proxy | c1 p50 | c1 added vs floor | c1 vs base | c32 p50 | c32 added vs floor | c32 vs base |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  servers.forEach((s, i) => {
+    const cells = [c1, c32].flatMap((runs) => {
+      const mine = runs[i] as number[];
+      const vsBase = i === 1 ? '–' : diffCell(mine, runs[1] as number[]);
+      return [median(mine).toFixed(2), i === 0 ? '–' : diffCell(mine, runs[0] as number[]), vsBase];
+    });
+    console.log(`| ${s.name} | ${cells.join(' | ')} |`);
+  });
+}
+
 const built = buildRevision(base);
 const servers: Server[] = [];
 try {
   const engines = [await startEngine(ROOT, 'e1', 1), await startEngine(ROOT, 'e2', 1)];
   const urls = engines.map((e) => e.url);
+  if (TTFT_MS > 0 || ITL_MS > 0) await configureEngines(engines, { 'ttft-ms': TTFT_MS, 'itl-ms': ITL_MS });
   console.log(
-    `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} bursts of ${N} ${STREAM ? 'streamed' : 'non-streaming'} requests at c${C}${typeof body === 'string' ? '' : ` (${SIZE}-character chats)`}, ${POLICY}, routers on ${RUNTIME}`,
+    `load average ${loadavg()[0]?.toFixed(2)}; ${BURSTS} bursts of ${N} ${STREAM ? 'streamed' : 'non-streaming'} requests at c${C}${ITL_MS > 0 || TTFT_MS > 0 ? ` (engines: ${TTFT_MS} ms to the first token, ${ITL_MS} ms per token)` : ''}${typeof body === 'string' ? '' : ` (${SIZE}-character chats)`}, ${POLICY}, routers on ${RUNTIME}`,
   );
   servers.push(await startFloor(ROOT, urls, 0, GC_FLAGS));
   servers.push(await startBuild(`base ${base}`, built.dir, urls));
@@ -107,6 +157,7 @@ try {
       g.count === 0 ? ['–', '–', '–'] : [per10k.toFixed(1), g.pauseMs.toFixed(2), g.promotedKB.toFixed(0)];
     console.log(`| ${s.name} | ${cells.join(' | ')} |`);
   });
+  if (TTFT_ROUNDS > 0) await ttftTable(engines);
   console.log(`\nload average at the end ${loadavg()[0]?.toFixed(2)}`);
   for (const e of engines) await e.stop();
 } finally {

@@ -124,10 +124,11 @@ export function startRouter(
 }
 
 /** The router under Deno (the same core), with its default policy, as `deno task start` runs it. */
-export function startDenoRouter(root: string, engines: string[], cpu: number) {
+export function startDenoRouter(root: string, engines: string[], cpu: number, denoFlags: string[] = []) {
   const deno = join(root, 'node_modules/deno/deno');
   const args = [
-    ...['run', '--allow-net', '--allow-env', '--allow-read', join(root, 'src/adapters/deno/main.ts')],
+    ...['run', ...denoFlags, '--allow-net', '--allow-env', '--allow-read'],
+    join(root, 'src/adapters/deno/main.ts'),
     ...['--host', '127.0.0.1', '--port', '0', '--prometheus-port', '0'],
     ...['--worker-urls', ...engines],
   ];
@@ -146,9 +147,10 @@ export async function configureEngines(engines: Server[], config: Record<string,
 }
 
 /** The floor on Deno (bench/deno/floor-proxy.ts): what Deno itself costs a proxy, routing aside. */
-export function startDenoFloor(root: string, engines: string[], cpu: number) {
+export function startDenoFloor(root: string, engines: string[], cpu: number, denoFlags: string[] = []) {
   const deno = join(root, 'node_modules/deno/deno');
-  const args = ['run', '--allow-net', join(root, 'bench/deno/floor-proxy.ts'), '0', engines.join(',')];
+  const floor = join(root, 'bench/deno/floor-proxy.ts');
+  const args = ['run', ...denoFlags, '--allow-net', floor, '0', engines.join(',')];
   process.env.DENO_DIR ??= join(root, '.deno');
   process.env.DENO_NO_UPDATE_CHECK = '1';
   return spawnServer('deno_floor', deno, args, listeningOn, cpu);

@@ -15,6 +15,8 @@ import { rmSync } from 'node:fs';
 import { hasCommand } from './support.ts';
 
 export const PERF_NODE_FLAGS = ['--perf-basic-prof-only-functions'];
+/** The same for a Deno process (its V8 takes the flag through `--v8-flags`). */
+export const PERF_DENO_FLAGS = ['--v8-flags=--perf-basic-prof-only-functions'];
 
 export const hasPerf = () => hasCommand('perf');
 
@@ -55,9 +57,10 @@ interface Recording {
 /** What kind of code a sample was in: the proxy's own JavaScript, undici, Node, V8, the kernel. */
 function kindOf(dso: string, level: string, symbol: string): string {
   if (level === 'k') return 'kernel (system calls, network stack, page faults)';
-  if (/\/dist\/.*\/main\.js:/.test(symbol)) return "the router's JavaScript";
+  if (/\/dist\/.*\/main\.js:|\/src\/(core|adapters)\//.test(symbol)) return "the router's JavaScript";
   if (/floor-proxy/.test(symbol)) return "the floor's JavaScript";
   if (/undici/.test(symbol)) return 'undici (JavaScript)';
+  if (/\bext:/.test(symbol)) return "Deno's JavaScript (serve, fetch, streams)";
   if (dso.startsWith('[JIT]'))
     return /node:|:\d+:\d+$/.test(symbol)
       ? "Node's JavaScript (http, streams, events)"

@@ -11,7 +11,10 @@
  *   CALLS=1 npm run bench:perf                            # call graphs too: the router's functions
  *                                                         # with everything they called
  *
- * TARGETS names two proxies: `floor` (bench/floor-proxy.ts) or a policy of the router. Both run on
+ *   TARGETS=deno,deno_floor npm run bench:perf            # the router on Deno against Deno's floor
+ *
+ * TARGETS names two proxies: `floor` (bench/floor-proxy.ts), `deno_floor` (bench/deno/floor-proxy.ts),
+ * `deno` (the router on Deno, default policy) or a policy of the router on Node. Both run on
  * CPU 0, the two zero-latency simulated engines and the load on CPU 1; each is warmed up, then
  * recorded alone while it serves N requests from C closed-loop clients. SIZE > 0 sends chats of about
  * that size (8 system prompts, every user turn new, as bench:policy-http does); otherwise the short
@@ -26,6 +29,8 @@ import {
   configureEngines,
   PIN,
   type Server,
+  startDenoFloor,
+  startDenoRouter,
   startEngine,
   startFloor,
   startRouter,
@@ -34,6 +39,7 @@ import {
 import {
   hasPerf,
   inclusiveTable,
+  PERF_DENO_FLAGS,
   PERF_NODE_FLAGS,
   perfRecord,
   perfTables,
@@ -49,6 +55,8 @@ const C = Number(process.env.C ?? 32);
 const SIZE = Number(process.env.SIZE ?? 0);
 const STREAM = process.env.STREAM === '1';
 const TOP = Number(process.env.TOP ?? 30);
+/** The router's own functions: its Node bundle, or its sources as Deno runs them. */
+const OWN = /\/main\.js:|\/src\/(core|adapters)\//;
 const CALLS = process.env.CALLS === '1';
 /** Engine latencies (ms): with ITL_MS > 0 every token of a stream is its own write, as from a real engine. */
 const TTFT_MS = Number(process.env.TTFT_MS ?? 0);
@@ -69,6 +77,8 @@ const load: Body =
   chats === undefined ? shortChat(STREAM) : STREAM ? () => `{"stream":true,${chats().slice(1)}` : chats;
 
 function start(target: string, urls: string[], i: number): Promise<Server> {
+  if (target === 'deno') return startDenoRouter(ROOT, urls, 0, PERF_DENO_FLAGS);
+  if (target === 'deno_floor') return startDenoFloor(ROOT, urls, 0, PERF_DENO_FLAGS);
   if (target === 'floor') return startFloor(ROOT, urls, 0, PERF_NODE_FLAGS, `floor (${i + 1})`);
   return startRouter(ROOT, `${target} (${i + 1})`, urls, ['--policy', target], 0, PERF_NODE_FLAGS);
 }
@@ -103,8 +113,8 @@ try {
   console.log(perfTables(files as [string, string], names, served as [number, number], TOP));
   // The router's bundle (dist/node/main.js) holds its own functions.
   servers.forEach((s, i) => {
-    if (CALLS && TARGETS[i] !== 'floor')
-      console.log(`\n${inclusiveTable(files[i] as string, s.name, served[i] as number, /\/main\.js:/, TOP)}`);
+    if (CALLS && !TARGETS[i]?.endsWith('floor'))
+      console.log(`\n${inclusiveTable(files[i] as string, s.name, served[i] as number, OWN, TOP)}`);
   });
 } finally {
   for (const s of servers) {
