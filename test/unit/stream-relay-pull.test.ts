@@ -153,4 +153,30 @@ describe('the relay over a reader that offers pull', () => {
     expect(ends).toEqual(['cancel']);
     expect(flow.cancelled).toBe(1);
   });
+
+  it("settles each of its reader's pulls once, even when the engine reader answers twice", () => {
+    let answer: ((r: Read) => void) | undefined;
+    const engine: ChunkReader = {
+      read: () => Promise.reject(new Error('unused')),
+      pull: (onResult) => {
+        answer = onResult;
+      },
+      cancel: () => Promise.resolve(),
+    };
+    const relay = relaySource(
+      { getReader: () => engine, cancel: () => Promise.resolve() },
+      {
+        sse: true,
+        onDone: () => {},
+      },
+    ).getReader();
+    const got: string[] = [];
+    relay.pull?.(
+      (r) => got.push(r.done ? 'done' : dec.decode(r.value)),
+      () => got.push('error'),
+    );
+    answer?.({ done: false, value: enc.encode('a') });
+    answer?.({ done: false, value: enc.encode('b') });
+    expect(got).toEqual(['a']);
+  });
 });

@@ -150,11 +150,25 @@ class Relay implements ChunkSource, ChunkReader {
     this.next();
   }
 
+  /** Settles the pending read with a result: once (the reader's callbacks are let go first). */
+  private give(result: Read): void {
+    const onResult = this.onResult;
+    this.onResult = this.onError = ignore;
+    onResult(result);
+  }
+
+  /** Settles the pending read with an error, likewise once. */
+  private refuse(error: unknown): void {
+    const onError = this.onError;
+    this.onResult = this.onError = ignore;
+    onError(error);
+  }
+
   /** Hands the reader what comes next: a chunk kept from before, the end, or the engine's next read. */
   private next(): void {
     const pending = this.pending;
-    if (this.broken) this.onError(this.broken.error);
-    else if (this.closed) this.onResult(DONE);
+    if (this.broken) this.refuse(this.broken.error);
+    else if (this.closed) this.give(DONE);
     else if (pending !== undefined) {
       this.pending = undefined;
       this.deliver(pending);
@@ -184,11 +198,11 @@ class Relay implements ChunkSource, ChunkReader {
     try {
       out = this.pass(result);
     } catch (error) {
-      this.onError(error); // a plain body that broke, or went silent too long
+      this.refuse(error); // a plain body that broke, or went silent too long
       return;
     }
     if (out === undefined) this.next();
-    else this.onResult(out);
+    else this.give(out);
   }
 
   /** The engine's read failed. */
@@ -196,17 +210,17 @@ class Relay implements ChunkSource, ChunkReader {
     this.reading = false;
     if (this.finished) {
       this.closed = true; // cancelled by the client meanwhile
-      this.onResult(DONE);
+      this.give(DONE);
       return;
     }
     let out: Read;
     try {
       out = this.fail(error);
     } catch (thrown) {
-      this.onError(thrown);
+      this.refuse(thrown);
       return;
     }
-    this.onResult(out);
+    this.give(out);
   }
 
   cancel(reason?: unknown): Promise<void> {
