@@ -20,13 +20,14 @@ export interface Throughput {
 const PATH = '/v1/chat/completions';
 const HEADERS = { 'content-type': 'application/json' };
 
-function wrkScript(dir: string, body: string): string {
+/** A wrk script: `head` sets what each request sends; the summary is printed as one JSON line. */
+function wrkScript(dir: string, head: string): string {
   const path = join(dir, 'post.lua');
   writeFileSync(
     path,
     `wrk.method = "POST"
-wrk.body = ${JSON.stringify(body)}
 wrk.headers["content-type"] = "application/json"
+${head}
 done = function(summary, latency, requests)
   local bad = summary.errors.connect + summary.errors.read + summary.errors.write
     + summary.errors.timeout + summary.errors.status
@@ -40,7 +41,12 @@ end
 
 /** wrk -t1 -cN for `seconds` against the chat route. */
 export function wrk(dir: string, url: string, body: string, conc: number, seconds: number) {
-  const script = wrkScript(dir, body);
+  return wrkScripted(dir, url, `wrk.body = ${JSON.stringify(body)}`, conc, seconds);
+}
+
+/** The same with a script of its own: `head` is Lua that sets `wrk.body` or defines `request()`. */
+export function wrkScripted(dir: string, url: string, head: string, conc: number, seconds: number) {
+  const script = wrkScript(dir, head);
   const args = ['-t1', `-c${conc}`, `-d${seconds}s`, '-s', script, `${url}${PATH}`];
   return new Promise<Throughput>((resolve, reject) => {
     execFile('wrk', args, { encoding: 'utf8' }, (err, stdout) => {
