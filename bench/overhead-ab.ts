@@ -25,7 +25,7 @@
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { GC_FLAGS, logLength, scavenges } from './gc-trace.ts';
-import { interleavedBursts, interleavedTtft, mean, median } from './overhead-interleave.ts';
+import { interleavedBursts, interleavedTtft, mean, median, roundDifferences } from './overhead-interleave.ts';
 import { closedLoop } from './overhead-load.ts';
 import {
   answeringAt,
@@ -86,12 +86,6 @@ async function startBuild(name: string, root: string, engines: string[]): Promis
   );
 }
 
-/** Median (min–max) of the per-round differences `mine - other` (ms). */
-function diffCell(mine: number[], other: number[]): string {
-  const d = mine.map((v, r) => v - (other[r] as number));
-  return `${median(d).toFixed(2)} (${Math.min(...d).toFixed(2)}–${Math.max(...d).toFixed(2)})`;
-}
-
 /** Time to the first chunk at c1 and c32, in interleaved rounds: each build against the floor and the base. */
 async function ttftTable(engines: Server[]): Promise<void> {
   await configureEngines(engines, { 'ttft-ms': 5, 'itl-ms': 2 });
@@ -111,8 +105,8 @@ async function ttftTable(engines: Server[]): Promise<void> {
   servers.forEach((s, i) => {
     const cells = [c1, c32].flatMap((runs) => {
       const mine = runs[i] as number[];
-      const vsBase = i === 1 ? '–' : diffCell(mine, runs[1] as number[]);
-      return [median(mine).toFixed(2), i === 0 ? '–' : diffCell(mine, runs[0] as number[]), vsBase];
+      const vsBase = i === 1 ? '–' : roundDifferences(mine, runs[1] as number[]);
+      return [median(mine).toFixed(2), i === 0 ? '–' : roundDifferences(mine, runs[0] as number[]), vsBase];
     });
     console.log(`| ${s.name} | ${cells.join(' | ')} |`);
   });

@@ -75,6 +75,23 @@ export function median(a: number[]): number {
   return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
+/** Values as median (min–max). */
+export function spread(values: number[], digits = 2): string {
+  const f = (v: number) => v.toFixed(digits);
+  return `${f(median(values))} (${f(Math.min(...values))}–${f(Math.max(...values))})`;
+}
+
+/** Round by round, `mine` ÷ `base`: median (min–max) of the ratios. */
+export const roundRatios = (mine: number[], base: number[], digits = 2) =>
+  spread(
+    mine.map((v, r) => v / (base[r] as number)),
+    digits,
+  );
+
+/** Round by round, `mine` − `base`: median (min–max) of the differences. */
+export const roundDifferences = (mine: number[], base: number[]) =>
+  spread(mine.map((v, r) => v - (base[r] as number)));
+
 /**
  * Time to the first body chunk measured the same way: streaming rounds of `seconds` at concurrency
  * `c` go to each proxy in turn (the order reversed every other round); per proxy, the p50 of each

@@ -34,6 +34,8 @@ import {
   interleavedTtft,
   mean,
   median,
+  roundDifferences,
+  roundRatios,
   treeCpuMs,
 } from './overhead-interleave.ts';
 import { closedLoop, streamTtft, type Throughput, wrk } from './overhead-load.ts';
@@ -165,12 +167,6 @@ async function interleavedTable(engines: Server[]): Promise<void> {
   }
 }
 
-/** The per-round ratios of `mine` to `base`: median (min–max). */
-function ratioCell(mine: number[], base: number[]): string {
-  const r = mine.map((v, i) => v / (base[i] as number));
-  return `${median(r).toFixed(2)} (${Math.min(...r).toFixed(2)}–${Math.max(...r).toFixed(2)})`;
-}
-
 /** Requests/s and p99 with every target running at once, in interleaved wrk rounds. */
 async function interleavedThroughputTable(servers: Server[]): Promise<void> {
   const options = { rounds: RPS_ROUNDS, seconds: RPS_ROUND_SECONDS, dir: WORK_DIR };
@@ -190,22 +186,16 @@ async function interleavedThroughputTable(servers: Server[]): Promise<void> {
     const [toFloor, p99ToFloor] =
       floor < 0
         ? ['–', '–']
-        : [ratioCell(mine, rps[floor] as number[]), ratioCell(late, p99[floor] as number[])];
+        : [roundRatios(mine, rps[floor] as number[]), roundRatios(late, p99[floor] as number[])];
     console.log(
       `| ${t} | ${median(mine).toFixed(0)} | ${toFloor} | ${median(late).toFixed(2)} | ${p99ToFloor} | ${errors} |`,
     );
   });
   const [deno, node] = [TARGETS.indexOf('deno'), TARGETS.indexOf('cache_aware')];
   if (deno >= 0 && node >= 0) {
-    const cell = ratioCell(rps[deno] as number[], rps[node] as number[]);
+    const cell = roundRatios(rps[deno] as number[], rps[node] as number[]);
     console.log(`\nDeno ÷ Node, same code, cache_aware, interleaved: req/s ${cell}`);
   }
-}
-
-/** Median of the per-round differences to the floor, with their range. */
-function addedCell(mine: number[], floor: number[]): string {
-  const added = mine.map((v, r) => v - (floor[r] as number));
-  return `${median(added).toFixed(2)} (${Math.min(...added).toFixed(2)}–${Math.max(...added).toFixed(2)})`;
 }
 
 /** Time to first token with every target running at once, in interleaved streaming rounds. */
@@ -225,7 +215,7 @@ async function interleavedTtftTable(servers: Server[], engines: Server[]): Promi
   TARGETS.forEach((t, i) => {
     const cells = [c1, c32].flatMap((p) => {
       const mine = p[i] as number[];
-      return [median(mine).toFixed(2), floor < 0 ? '–' : addedCell(mine, p[floor] as number[])];
+      return [median(mine).toFixed(2), floor < 0 ? '–' : roundDifferences(mine, p[floor] as number[])];
     });
     console.log(`| ${t} | ${cells.join(' | ')} |`);
   });

@@ -111,7 +111,7 @@ try {
   );
   const names = servers.map((s) => s.name) as [string, string];
   console.log(perfTables(files as [string, string], names, served as [number, number], TOP));
-  // The router's bundle (dist/node/main.js) holds its own functions.
+  // The router's own functions: in its bundle on Node, in its sources on Deno (OWN).
   servers.forEach((s, i) => {
     if (CALLS && !TARGETS[i]?.endsWith('floor'))
       console.log(`\n${inclusiveTable(files[i] as string, s.name, served[i] as number, OWN, TOP)}`);

@@ -16,7 +16,7 @@
 import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { mean, median, treeCpuMs } from './overhead-interleave.ts';
+import { mean, median, roundRatios, spread, treeCpuMs } from './overhead-interleave.ts';
 import { type Throughput, wrkScripted } from './overhead-load.ts';
 import { hasCommand, PIN, type Server, spawnServer, startRouter, WORK_DIR } from './overhead-procs.ts';
 import { promptWords } from './prompt-words.ts';
@@ -74,9 +74,6 @@ async function round(router: Server, script: string): Promise<Round> {
   return { rps: run.rps, cpuUs: (cpuMs * 1000) / run.requests, busy: cpuMs / wallMs, errors: run.errors };
 }
 
-const range = (a: number[], digits = 2) =>
-  `${median(a).toFixed(digits)} (${Math.min(...a).toFixed(digits)}–${Math.max(...a).toFixed(digits)})`;
-
 if (!hasCommand('wrk')) {
   console.error('bench:policy-wrk needs wrk (apt-get install wrk)');
   process.exit(2);
@@ -113,34 +110,26 @@ try {
     const mine = runs[i] as Round[];
     const errors = mine.reduce((n, x) => n + x.errors, 0);
     const cells = [
-      range(
+      spread(
         mine.map((x) => x.rps),
         0,
       ),
       median(mine.map((x) => x.cpuUs)).toFixed(1),
     ];
-    console.log(`| ${p} | ${cells.join(' | ')} | ${range(mine.map((x) => x.busy))} | ${errors} |`);
+    console.log(`| ${p} | ${cells.join(' | ')} | ${spread(mine.map((x) => x.busy))} | ${errors} |`);
   });
   const [a, b] = runs as [Round[], Round[]];
-  const perRound = (f: (x: Round) => number) => a.map((x, k) => f(x) / f(b[k] as Round));
-  const of = (rs: Round[], f: (x: Round) => number) => rs.map(f);
+  /** cache_aware ÷ round_robin of one figure: per round, and the ratio of the means with its interval. */
+  const ratioLine = (name: string, f: (x: Round) => number) => {
+    const [mine, base] = [a.map(f), b.map(f)];
+    const ofMeans = (mean(mine) / mean(base)).toFixed(3);
+    return `- ${name}: ${roundRatios(mine, base, 3)}; ${ofMeans} (${intervalText(mine, base)})`;
+  };
   console.log(
-    `\ncache_aware ÷ round_robin, per round median (min–max); ratio of the means with its 90 % interval:\n` +
-      `- requests/s: ${range(
-        perRound((x) => x.rps),
-        3,
-      )}; ${(mean(of(a, (x) => x.rps)) / mean(of(b, (x) => x.rps))).toFixed(3)} (${intervalText(
-        of(a, (x) => x.rps),
-        of(b, (x) => x.rps),
-      )})\n` +
-      `- CPU per request: ${range(
-        perRound((x) => x.cpuUs),
-        3,
-      )}; ${(mean(of(a, (x) => x.cpuUs)) / mean(of(b, (x) => x.cpuUs))).toFixed(3)} (${intervalText(
-        of(a, (x) => x.cpuUs),
-        of(b, (x) => x.cpuUs),
-      )})`,
+    '\ncache_aware ÷ round_robin, per round median (min–max); ratio of the means with its 90 % interval:',
   );
+  console.log(ratioLine('requests/s', (x) => x.rps));
+  console.log(ratioLine('CPU per request', (x) => x.cpuUs));
 } finally {
   for (const s of servers) await s.stop();
 }
