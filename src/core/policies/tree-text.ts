@@ -53,7 +53,9 @@ export class TextReader {
     const first = p.slice(pos - this.start);
     if (this.part === this.parts.length - 1) return ownCopy(first);
     // A join of two or more non-empty strings is a new flat string; of one, that string (a view).
-    const joined = [first, ...this.parts.slice(this.part + 1)].join('');
+    const pieces = [first];
+    for (let i = this.part + 1; i < this.parts.length; i++) pieces.push(this.parts[i] as string);
+    const joined = pieces.join('');
     return joined.length === first.length ? ownCopy(first) : joined;
   }
 }
