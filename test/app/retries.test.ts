@@ -3,7 +3,9 @@
  * share a long system prompt. Backoffs run on the fake clock: no test waits for one in real time.
  */
 import { describe, expect, it } from 'vitest';
-import { chatBody, checkLeasesAfterEach, type ErrorBody, startApp } from './app-stack.ts';
+import type { RouteInput } from '../../src/core/contracts/fleet-api.ts';
+import { joinText } from '../../src/core/contracts/routing-text.ts';
+import { chatBody, checkLeasesAfterEach, type ErrorBody, SYSTEM_PROMPT, startApp } from './app-stack.ts';
 
 checkLeasesAfterEach();
 
@@ -25,6 +27,34 @@ describe('retries (core app in memory)', () => {
     expect(app.inference()).toEqual(['a.test 503', 'b.test 200']);
     expect(app.engines['a.test']!.log[0]?.completed).toBe(true); // the discarded 503 was read or cancelled
     expect(app.backoffs()).toEqual([]);
+  });
+
+  it('holds no routing text while an attempt runs, and a retry routes on the prompt again, read back from the body', async () => {
+    const app = await startApp(TWO_ENGINES, { 'a.test': fail503(), 'b.test': {} });
+    const fleet = app.router.fleet;
+    const route = fleet.route.bind(fleet);
+    const decisions: { input: RouteInput; text: string | undefined }[] = [];
+    fleet.route = (input: RouteInput) => {
+      decisions.push({ input, text: input.text === undefined ? undefined : joinText(input.text) });
+      return route(input);
+    };
+    const textDuringAttempt: unknown[] = [];
+    for (const engine of Object.values(app.engines)) {
+      const fetch = engine.fetch.bind(engine);
+      engine.fetch = (req: Request) => {
+        // The request's own input (a retry routes on a copy with the engines to avoid, dropped after).
+        textDuringAttempt.push(decisions[0]?.input.text);
+        return fetch(req);
+      };
+    }
+    const res = await app.post(chatBody('Which platform for Grindelwald?'));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-router-attempts')).toBe('2');
+    await res.arrayBuffer();
+    expect(app.inference()).toEqual(['a.test 503', 'b.test 200']);
+    const expected = `system: ${SYSTEM_PROMPT}\nuser: Which platform for Grindelwald?\n`;
+    expect(decisions.map((d) => d.text)).toEqual([expected, expected]);
+    expect(textDuringAttempt).toEqual([undefined, undefined]);
   });
 
   it('moves the retry of a 503 off the cache-hot worker: affinity yields on a retry', async () => {

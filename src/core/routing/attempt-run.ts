@@ -14,6 +14,7 @@ import { CallAbort } from '../upstream/call-signal.ts';
 import { DueList, type Expiring } from './due-list.ts';
 import { ABANDONED, type Exchange, SHUTDOWN } from './exchange.ts';
 import type { Leg, LegResult } from './leg.ts';
+import { bodyRoutingText } from './routing-input.ts';
 import { StreamIdleError } from './stream-idle.ts';
 
 const stopAttempt = (run: AttemptRun, reason: string) => run.stopAttempt(reason);
@@ -72,10 +73,30 @@ export class AttemptRun implements BodyWatch, Expiring {
         this.input = input;
       }
     }
+    if (this.textReleased) {
+      this.textReleased = false;
+      this.input.text = bodyRoutingText(this.leg.body as Uint8Array, this.ex.call.route);
+    }
     return this.input;
   }
 
   private input: RouteInput | undefined;
+  /** The input's routing text was let go after a decision: the next decision reads it again. */
+  private textReleased = false;
+
+  /**
+   * Lets the routing text go once a worker is chosen; a retry reads it again from the buffered body
+   * (`bodyRoutingText`). Kept for the whole request, a prompt outlived the young collections that
+   * came while its answer was awaited and V8 promoted it to the old generation: at 64 KB prompts
+   * under load, about 11 KB per request, and most of what `cache_aware` cost over `round_robin`
+   * (docs/benchmarks.md, round 29).
+   */
+  releaseText(): void {
+    const input = this.input;
+    if (input?.text === undefined || !(this.leg.body instanceof Uint8Array)) return;
+    input.text = undefined;
+    this.textReleased = true;
+  }
 
   /** The current attempt's abort signal. */
   get attemptSignal(): CallSignal {

@@ -24,6 +24,12 @@ function refused(err: unknown): Next {
   throw err;
 }
 
+/** The decision is made: the routing text may go (AttemptRun.releaseText). */
+function textDone(run: AttemptRun, routed: RouteResult): RouteResult {
+  run.releaseText();
+  return routed;
+}
+
 /**
  * One routing call: the leg's input, its hard exclusions, and what it should avoid. An in-memory
  * fleet answers at once, and so does this (no promise per request); a remote one (a Durable
@@ -44,7 +50,10 @@ function askFleet(run: AttemptRun, alsoAvoid?: string): MaybePromise<RouteResult
   }
   try {
     const routed = ex.ctx.deps.fleet.route(input);
-    return routed instanceof Promise ? routed.catch(refused) : routed;
+    // Decided: the text goes until a retry asks again (AttemptRun.releaseText).
+    if (routed instanceof Promise) return routed.then((r) => textDone(run, r)).catch(refused);
+    run.releaseText();
+    return routed;
   } catch (err) {
     return refused(err);
   }

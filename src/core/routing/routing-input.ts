@@ -24,6 +24,7 @@ import type { RoutingText } from '../contracts/routing-text.ts';
 import type { PolicyNeeds } from '../policies/policy.ts';
 import { utf8Length } from '../policies/session-table.ts';
 import { CappedText } from './capped-text.ts';
+import { parseJsonBody } from './request-info.ts';
 
 export interface RoutingInput {
   text?: RoutingText;
@@ -206,6 +207,16 @@ export function routingText(body: Json, route: string): string {
   const out = new CappedText();
   collectText(body, route, out);
   return out.text();
+}
+
+/**
+ * The routing text of a buffered JSON body, read again: a retry's decision (the text is not kept
+ * between decisions, attempt-run.ts `releaseText`). The body parsed when it arrived, so it parses.
+ */
+export function bodyRoutingText(body: Uint8Array, route: string): RoutingText | undefined {
+  const out = new CappedText();
+  collectText(parseJsonBody(body) as Json, route, out);
+  return out.empty ? undefined : out.value();
 }
 
 /** A key within the size limit; a longer one is no key at all. */
