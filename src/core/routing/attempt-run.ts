@@ -86,10 +86,10 @@ export class AttemptRun implements BodyWatch, Expiring {
 
   /**
    * Lets the routing text go once a worker is chosen; a retry reads it again from the buffered body
-   * (`bodyRoutingText`). Kept for the whole request, a prompt outlived the young collections that
-   * came while its answer was awaited and V8 promoted it to the old generation: at 64 KB prompts
-   * under load, about 11 KB per request, and most of what `cache_aware` cost over `round_robin`
-   * (docs/benchmarks.md, round 29).
+   * (`bodyRoutingText`). Kept for the whole request, a prompt was copied by every young collection
+   * that came while its answer was awaited, and the collections came more often: at 64 KB prompts
+   * under load, that was most of what `cache_aware` cost over `round_robin` (docs/benchmarks.md,
+   * round 29).
    */
   releaseText(): void {
     const input = this.input;
