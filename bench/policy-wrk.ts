@@ -12,6 +12,12 @@
  * time: near 1 means the router, not the load, set the pace). bench:policy-http measures the same
  * decision with closed-loop bursts whose load side saturates first at 8 KB; here the ratio of
  * requests/s is the throughput cost itself.
+ *
+ *   BASE=/path/to/other/checkout npm run bench:policy-wrk   # before and after a change, in one run
+ *
+ * BASE (a checkout with its own `dist/node/main.js` built) adds that build's two routers: the four
+ * take their rounds in turn (the order rotating), and the ratios are printed for each build, with
+ * this build's `cache_aware` against the base's, so a change is not judged across the host's moods.
  */
 import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -29,6 +35,11 @@ const SECONDS = Number(process.env.ROUND_SECONDS ?? 5);
 const C = Number(process.env.C ?? 32);
 const SYSTEM_PROMPTS = Number(process.env.SYSTEM_PROMPTS ?? 8);
 const POLICIES = ['cache_aware', 'round_robin'];
+const BASE = process.env.BASE;
+/** The routers measured: each policy from this build, then from BASE's. */
+const TARGETS = [ROOT, ...(BASE ? [BASE] : [])].flatMap((root) =>
+  POLICIES.map((policy) => ({ root, policy, name: root === ROOT ? policy : `${policy} (base)` })),
+);
 
 /** Lua that builds each request: a system prompt in turn, then "question <n>: <words>" (n never repeats). */
 function requestScript(): string {
@@ -90,7 +101,8 @@ try {
   servers.push(...engines);
   const urls = engines.map((e) => e.url);
   const routers: Server[] = [];
-  for (const policy of POLICIES) routers.push(await startRouter(ROOT, policy, urls, ['--policy', policy], 0));
+  for (const t of TARGETS)
+    routers.push(await startRouter(t.root, t.name.replace(/\W+/g, '-'), urls, ['--policy', t.policy], 0));
   servers.push(...routers);
   const script = requestScript();
   console.log(
@@ -100,36 +112,41 @@ try {
   );
   for (const r of routers) await wrkScripted(WORK_DIR, r.url, script, C, 2); // warm-up
   const runs: Round[][] = routers.map(() => []);
+  const n = routers.length;
   for (let k = 0; k < ROUNDS; k++) {
-    const order = k % 2 === 0 ? [0, 1] : [1, 0];
+    // Each round starts one router later, and every other round runs backwards.
+    const order = Array.from({ length: n }, (_, i) => (i + k) % n);
+    if (k % 2 === 1) order.reverse();
     for (const i of order) (runs[i] as Round[]).push(await round(routers[i] as Server, script));
   }
   console.log('\n| router | req/s, median (min–max) | CPU µs/request | core busy | errors |');
   console.log('|---|---:|---:|---:|---:|');
-  POLICIES.forEach((p, i) => {
+  TARGETS.forEach((t, i) => {
     const mine = runs[i] as Round[];
     const errors = mine.reduce((n, x) => n + x.errors, 0);
-    const cells = [
-      spread(
-        mine.map((x) => x.rps),
-        0,
-      ),
-      median(mine.map((x) => x.cpuUs)).toFixed(1),
-    ];
-    console.log(`| ${p} | ${cells.join(' | ')} | ${spread(mine.map((x) => x.busy))} | ${errors} |`);
+    const rps = spread(
+      mine.map((x) => x.rps),
+      0,
+    );
+    const cpu = median(mine.map((x) => x.cpuUs)).toFixed(1);
+    console.log(`| ${t.name} | ${rps} | ${cpu} | ${spread(mine.map((x) => x.busy))} | ${errors} |`);
   });
-  const [a, b] = runs as [Round[], Round[]];
-  /** cache_aware ÷ round_robin of one figure: per round, and the ratio of the means with its interval. */
-  const ratioLine = (name: string, f: (x: Round) => number) => {
+  /** One figure of router `a` ÷ router `b`: per round, and the ratio of the means with its interval. */
+  const ratioLine = (name: string, a: Round[], b: Round[], f: (x: Round) => number) => {
     const [mine, base] = [a.map(f), b.map(f)];
     const ofMeans = (mean(mine) / mean(base)).toFixed(3);
     return `- ${name}: ${roundRatios(mine, base, 3)}; ${ofMeans} (${intervalText(mine, base)})`;
   };
-  console.log(
-    '\ncache_aware ÷ round_robin, per round median (min–max); ratio of the means with its 90 % interval:',
-  );
-  console.log(ratioLine('requests/s', (x) => x.rps));
-  console.log(ratioLine('CPU per request', (x) => x.cpuUs));
+  const compare = (title: string, a: number, b: number) => {
+    console.log(`\n${title}, per round median (min–max); ratio of the means with its 90 % interval:`);
+    console.log(ratioLine('requests/s', runs[a] as Round[], runs[b] as Round[], (x) => x.rps));
+    console.log(ratioLine('CPU per request', runs[a] as Round[], runs[b] as Round[], (x) => x.cpuUs));
+  };
+  compare('cache_aware ÷ round_robin', 0, 1);
+  if (BASE) {
+    compare('base: cache_aware ÷ round_robin', 2, 3);
+    compare('cache_aware ÷ base cache_aware', 0, 2);
+  }
 } finally {
   for (const s of servers) await s.stop();
 }
