@@ -14,7 +14,7 @@ export function textParts(text: RoutingText): readonly string[] {
 export function textLength(text: RoutingText): number {
   if (typeof text === 'string') return text.length;
   let n = 0;
-  for (let i = 0; i < text.length; i++) n += (text[i] as string).length;
+  for (const part of text) n += part.length;
   return n;
 }
 

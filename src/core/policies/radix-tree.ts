@@ -133,8 +133,7 @@ export class RadixTree {
    * its accepted tenants go into `into` (emptied first); returns the characters it matches.
    */
   private best(accept: (tenant: string) => boolean, into: string[]): number {
-    // pop, not `length = 0`: setting an array's length is a call into V8's runtime.
-    while (into.length > 0) into.pop();
+    if (into.length > 0) into.length = 0;
     for (let i = this.walked - 1; i >= 0; i--) {
       this.rows.tenants.collect(this.path[i] as number, accept, into);
       if (into.length > 0) return this.ends[i] as number;
@@ -265,7 +264,7 @@ export class RadixTree {
     const rows = this.rows;
     this.walkedText = undefined;
     const label = rows.labels[leaf] as string;
-    rows.tenants.removeAll(leaf, label.length);
+    rows.tenants.each(leaf, (t) => rows.tenants.remove(leaf, t, label.length));
     this.chars -= label.length;
     this.labelTotal -= labelBytes(label);
     rows.remove(leaf);

@@ -12,24 +12,15 @@ export function ownCopy(s: string): string {
 }
 
 /**
- * Code units compared one by one before whole runs are: where a text leaves a label it most often
- * does so within its first few characters (a new turn, a new number), and a short loop finds that
- * without making slices or calling into V8's runtime to compare them.
- */
-const HEAD = 16;
-
-/**
  * Length of the common prefix of `label` from `from` and `text` from `pos`, at most `max` (which
- * both have room for). The first HEAD code units are compared one by one; past them, slices are
- * views and `===` on them is a memory compare, tens of times faster than a character loop (or
- * `startsWith`) on long prompts, and a divergence is found by bisection, in time linear in `max`.
+ * both have room for). Slices are views and `===` on flat strings is a memory compare, tens of
+ * times faster than a character loop (or `startsWith`) on long prompts; a divergence is found by
+ * bisection, in time linear in `max`.
  */
 export function commonLength(label: string, from: number, text: string, pos: number, max: number): number {
-  const head = Math.min(max, HEAD);
+  const whole = from === 0 && max === label.length;
+  if (text.slice(pos, pos + max) === (whole ? label : label.slice(from, from + max))) return max;
   let lo = 0; // [0, lo) matches
-  while (lo < head && label.charCodeAt(from + lo) === text.charCodeAt(pos + lo)) lo++;
-  if (lo < head || lo === max) return lo;
-  if (text.slice(pos + lo, pos + max) === label.slice(from + lo, from + max)) return max;
   let hi = max - 1; // [0, hi + 1) does not
   while (lo < hi) {
     if (hi - lo < 32) {

@@ -67,18 +67,6 @@ export class TreeTenants {
     if (left <= 0) this.release(t);
   }
 
-  /** Removes every tenant of `row`, uncounting `chars` for each (a leaf dropped). */
-  removeAll(row: number, chars: number): void {
-    for (let w = 0; w < this.words; w++) {
-      let word = this.bits[row * this.words + w] as number;
-      while (word !== 0) {
-        const bit = 31 - Math.clz32(word & -word);
-        word &= word - 1;
-        this.remove(row, w * 32 + bit, chars);
-      }
-    }
-  }
-
   /** Gives `to` the tenants of `from` (a split: no characters change hands). */
   copy(from: number, to: number): void {
     const n = this.words;

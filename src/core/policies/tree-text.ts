@@ -53,9 +53,7 @@ export class TextReader {
     const first = p.slice(pos - this.start);
     if (this.part === this.parts.length - 1) return ownCopy(first);
     // A join of two or more non-empty strings is a new flat string; of one, that string (a view).
-    const pieces = [first];
-    for (let i = this.part + 1; i < this.parts.length; i++) pieces.push(this.parts[i] as string);
-    const joined = pieces.join('');
+    const joined = [first, ...this.parts.slice(this.part + 1)].join('');
     return joined.length === first.length ? ownCopy(first) : joined;
   }
 }
