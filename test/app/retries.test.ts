@@ -57,6 +57,56 @@ describe('retries (core app in memory)', () => {
     expect(textDuringAttempt).toEqual([undefined, undefined]);
   });
 
+  it('with requests at once, streamed and not, each retry routes on its own prompt and none is held between decisions', async () => {
+    const app = await startApp(TWO_ENGINES, { 'a.test': fail503(), 'b.test': {} });
+    const fleet = app.router.fleet;
+    const route = fleet.route.bind(fleet);
+    const texts: string[] = [];
+    /** Each request's own input: the object of its first decision (retries route on copies). */
+    const own = new Map<string, RouteInput>();
+    fleet.route = (input: RouteInput) => {
+      const text = input.text === undefined ? '' : joinText(input.text);
+      texts.push(text);
+      if (!own.has(text)) own.set(text, input);
+      return route(input);
+    };
+    const heldDuringAttempt: number[] = [];
+    for (const engine of Object.values(app.engines)) {
+      const fetch = engine.fetch.bind(engine);
+      engine.fetch = (req: Request) => {
+        heldDuringAttempt.push([...own.values()].filter((i) => i.text !== undefined).length);
+        return fetch(req);
+      };
+    }
+    const questions = [
+      'Grindelwald?',
+      'Wengen?',
+      'Mürren?',
+      'Lauterbrunnen?',
+      'Kleine Scheidegg?',
+      'Eigergletscher?',
+    ];
+    const answers = await Promise.all(
+      questions.map(async (q, i) => {
+        const res = await app.post(chatBody(`Which platform for ${q}`, { stream: i % 2 === 0 }));
+        const body = await res.text();
+        return { status: res.status, attempts: Number(res.headers.get('x-router-attempts')), body };
+      }),
+    );
+    for (const [i, q] of questions.entries()) {
+      const a = answers[i]!;
+      expect(a.status).toBe(200);
+      if (i % 2 === 0) expect(a.body).toContain('data: [DONE]');
+      const text = `system: ${SYSTEM_PROMPT}\nuser: Which platform for ${q}\n`;
+      // Every decision of this request, first or retry, was made on its own prompt.
+      expect(texts.filter((t) => t === text).length).toBe(a.attempts);
+    }
+    expect(texts.length).toBe(answers.reduce((n, a) => n + a.attempts, 0));
+    expect(answers.some((a) => a.attempts === 2)).toBe(true);
+    expect(heldDuringAttempt.length).toBe(texts.length);
+    expect(heldDuringAttempt.every((n) => n === 0)).toBe(true);
+  });
+
   it('moves the retry of a 503 off the cache-hot worker: affinity yields on a retry', async () => {
     const app = await startApp(TWO_ENGINES, { 'a.test': {}, 'b.test': {} });
     const warm = await app.post(chatBody('Is there a train at dawn?'));
